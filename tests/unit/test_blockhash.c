@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "common/blockhash.h"
 #include "common/errors.h"
 
@@ -215,6 +217,79 @@ START_TEST(test_large_pages_are_fed_in_chunks)
 }
 END_TEST
 
+/* Reference chain for the sweep below: a byte-by-byte transcription of §11
+ * hashed with one-shot EVP_Digest (a different OpenSSL entry point from the
+ * one blockhash.c uses). */
+static void reference_chain(const uint32_t *t, size_t n, uint32_t bs, bool bigram,
+			    const struct sy_blockhash_digest *seed, int64_t *ids,
+			    size_t *pages)
+{
+	static uint8_t msg[32 + 8 * 512];
+	size_t units = bigram ? (n < 2 ? 0 : n - 1) : n;
+	struct sy_blockhash_digest prev;
+	bool have_prev = seed != NULL;
+	if (seed)
+		prev = *seed;
+	*pages = 0;
+	for (size_t off = 0; off < units; off += bs) {
+		size_t len = 0;
+		if (have_prev) {
+			memcpy(msg, prev.b, 32);
+			len = 32;
+		}
+		for (size_t j = off; j < units && j < off + bs; j++) {
+			for (int k = 0; k < (bigram ? 2 : 1); k++) {
+				uint32_t v = t[j + (size_t)k];
+				msg[len++] = (uint8_t)v;
+				msg[len++] = (uint8_t)(v >> 8);
+				msg[len++] = (uint8_t)(v >> 16);
+				msg[len++] = (uint8_t)(v >> 24);
+			}
+		}
+		unsigned int dl = 0;
+		ck_assert(EVP_Digest(msg, len, prev.b, &dl, EVP_sha256(), NULL));
+		ck_assert_uint_eq(dl, 32);
+		have_prev = true;
+		ids[(*pages)++] = sy_blockhash_id(&prev);
+	}
+}
+
+START_TEST(test_sweep_block_sizes_against_reference)
+{
+	/* every padding boundary (message + 9 bytes crossing 64-byte blocks),
+	 * with and without a previous digest, both paths (fast ≤ 245 unigram /
+	 * 122 bigram units per page, Init/Update/Final above) */
+	static uint32_t t[600];
+	static int64_t got[600], want[600];
+	make_long_prompt(t, 600);
+	struct sy_blockhash_digest seed;
+	sy_blockhash_salt_seed("x", 1, &seed);
+	static const uint32_t sizes[] = {1, 2, 3, 5, 6, 7, 13, 14, 15, 16, 17, 29, 30,
+					 31, 32, 33, 64, 121, 122, 123, 124, 244,
+					 245, 246, 247, 512};
+	for (size_t si = 0; si < N_OF(sizes); si++) {
+		for (int mode = 0; mode < 4; mode++) {
+			bool bigram = mode & 1, salted = mode & 2;
+			struct sy_blockhash_params p;
+			ck_assert_int_eq(sy_blockhash_params_init(&p, sizes[si], bigram,
+								  salted ? "x" : NULL,
+								  salted ? 1 : 0), SY_OK);
+			for (size_t n = 0; n <= 600; n += (n < 40 ? 1 : 37)) {
+				size_t pages;
+				reference_chain(t, n, sizes[si], bigram,
+						salted ? &seed : NULL, want, &pages);
+				ssize_t r = sy_blockhash_chain(t, n, &p, got, 600, NULL);
+				ck_assert_int_eq(r, (ssize_t)pages);
+				for (size_t i = 0; i < pages; i++)
+					ck_assert_msg(got[i] == want[i],
+						      "bs %u bigram %d salted %d n %zu page %zu",
+						      sizes[si], bigram, salted, n, i);
+			}
+		}
+	}
+}
+END_TEST
+
 /* ---- structure, resumption, errors ---- */
 
 START_TEST(test_resume_from_digest_equals_tail_of_full_chain)
@@ -349,6 +424,7 @@ int main(void)
 	tcase_add_test(d, test_empty_salt_means_no_seed);
 	tcase_add_test(d, test_4096_tokens_block_16_both_modes);
 	tcase_add_test(d, test_large_pages_are_fed_in_chunks);
+	tcase_add_test(d, test_sweep_block_sizes_against_reference);
 	suite_add_tcase(s, d);
 
 	TCase *a = tcase_create("api");
