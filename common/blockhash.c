@@ -1,10 +1,10 @@
 /* blockhash.c — the SGLang block-hash chain (see blockhash.h).
  *
  * Speed (DESIGN.md §8): prompt hashing is the largest per-request cost of
- * cache-aware routing, so this file uses OpenSSL's low-level
- * SHA256_Init/Update/Final on a stack context (no EVP fetch, no allocation
- * per page). They are deprecated in OpenSSL 3, hence OPENSSL_API_COMPAT here
- * and only here.
+ * cache-aware routing, so this file uses OpenSSL's low-level SHA-256 API
+ * (SHA256_Transform, SHA256_Init/Update/Final) on a stack context: no EVP
+ * fetch, no allocation per page. It is deprecated in OpenSSL 3, hence
+ * OPENSSL_API_COMPAT here and only here.
  *
  * Fast path (pages whose padded message fits PAGE_BUF bytes: up to 245
  * unigram or 122 bigram units after a previous digest): the whole SHA-256
@@ -19,7 +19,8 @@
  * Slow path (bigger pages): Init/Update/Final; on a little-endian host a
  * unigram page is already its own wire encoding and is fed in place,
  * otherwise units are packed as LE u32 into a stack buffer, a chunk at a time.
- * Both paths are covered by test_blockhash.c (block sizes 2..64 and 300).
+ * test_blockhash.c sweeps block sizes 1..512 across both paths and every
+ * padding boundary against an independent EVP one-shot reference.
  */
 #define OPENSSL_API_COMPAT 0x10100000L
 
