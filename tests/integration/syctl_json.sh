@@ -6,7 +6,7 @@ set -euo pipefail
 syctl=$1 fixture=$2
 shm=/dev/shm/sy-test-syctl-$$
 py=/usr/bin/python3
-cleanup() { exec 3>&- 2>/dev/null || true; rm -f "$shm"; }
+cleanup() { [ -n "${FIX_PID:-}" ] && kill "$FIX_PID" 2>/dev/null; rm -f "$shm" "$shm.bad"; }
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -15,9 +15,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 if out=$("$syctl" --shm "$shm" header 2>&1); then fail "header on a missing region succeeded"; fi
 grep -q "$shm" <<<"$out" || fail "missing-region message does not name the path: $out"
 
-# The fixture fills the region and holds its slot until we close fd 3.
+# The fixture fills the region and holds its slot until its stdin closes.
 coproc FIX { "$fixture" --shm "$shm"; }
-exec 3>&"${FIX[1]}"
+fix_in=${FIX[1]}
 read -r line <&"${FIX[0]}"
 [ "$line" = ready ] || fail "fixture did not start: $line"
 
@@ -62,8 +62,8 @@ assert len(d["readers"]) == 1 and d["readers"][0]["role"] == "tool" and d["reade
 # Text output names every worker.
 "$syctl" --shm "$shm" workers | grep -q "http://127.0.0.1:30003" || fail "text workers output"
 
-# Closing the fixture releases its slot and its in-flight row.
-exec 3>&-
+# Closing the fixture's stdin releases its slot and its in-flight row.
+eval "exec ${fix_in}>&-"
 wait "$FIX_PID" || fail "fixture exited non-zero"
 "$syctl" --shm "$shm" inflight --json | $py -c '
 import json,sys; w={x["worker"]: x for x in json.load(sys.stdin)["workers"]}
