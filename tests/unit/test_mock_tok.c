@@ -21,9 +21,19 @@ START_TEST(test_chat_renders_chatml_bytes)
 		ck_assert_uint_eq(ids[i], (uint8_t)want[i]);
 	free(ids);
 	json_decref(m);
+	/* content parts are concatenated; page hashes match the direct chain */
+	json_t *parts = json_loads("[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+				   "\"text\":\"h\"},{\"type\":\"text\",\"text\":\"i\"}]}]", 0, NULL);
+	ck_assert_int_eq(mock_tok_chat(&t, parts, &ids, &n), 0);
+	ck_assert_uint_eq(n, strlen(want));
+	ck_assert_uint_eq(ids[17], 'h');
+	ck_assert_uint_eq(ids[18], 'i');
+	free(ids);
+	json_decref(parts);
 	json_t *bad = json_loads("[{\"content\":\"x\"}]", 0, NULL);
 	ck_assert_int_ne(mock_tok_chat(&t, bad, &ids, &n), 0);
 	json_decref(bad);
+	mock_tok_close(&t);
 }
 END_TEST
 
@@ -38,15 +48,16 @@ END_TEST
 
 START_TEST(test_block_hash_golden_values)
 {
-	if (!mock_tok_hash_is_sglang())
-		return; /* stand-in hash compiled: common/blockhash not merged yet */
 	int64_t ids[4];
 	const uint32_t u[] = {1, 2, 3, 4};
 	ck_assert_int_eq(mock_tok_page_hashes(u, 4, 4, false, ids, 4), 1);
 	ck_assert_int_eq(ids[0], -3488128144981237669LL);
 	const uint32_t b[] = {10, 20, 30, 40, 50};
-	ck_assert_int_eq(mock_tok_page_hashes(b, 5, 4, true, ids, 4), 1);
-	ck_assert_int_eq(ids[0], -2735951481331064195LL);
+	/* [10,20,30,40] bigram/4 is a short page: the mock caches none */
+	ck_assert_int_eq(mock_tok_page_hashes(b, 4, 4, true, ids, 4), 0);
+	/* [10,20] bigram: one pair, whole at block size 1, same digest as golden */
+	ck_assert_int_eq(mock_tok_page_hashes(b, 2, 1, true, ids, 4), 1);
+	ck_assert_int_eq(ids[0], 978178666101069530LL);
 	ck_assert_int_eq(mock_tok_page_hashes(b, 5, 2, true, ids, 4), 2);
 	ck_assert_int_eq(ids[0], -8847804484166691499LL);
 	ck_assert_int_eq(ids[1], 4989791362144317498LL);

@@ -670,5 +670,6 @@ void mock_engine_shutdown(struct mock_engine *e)
 			mock_pub_close(&rk->load);
 	}
 	mock_pd_close(e);
+	mock_tok_close(&e->tok);
 	zmq_ctx_term(e->zctx);
 }

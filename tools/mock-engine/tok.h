@@ -17,15 +17,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Tokenizer choice (--tokenizer, --tokenizer-path). */
+struct sy_tokenizer;
+
+/* Tokenizer choice (--tokenizer, --tokenizer-path) and the opened shared
+ * tokenizer (common/tokenizer/tokenizer.h). */
 struct mock_tok {
-	const char *kind; /* "bytes" (default) */
-	const char *path; /* directory of tokenizer.json for "hf"; may be NULL */
+	const char *kind;          /* "bytes" (default) */
+	const char *path;          /* directory of tokenizer.json for "hf"; may be NULL */
+	struct sy_tokenizer *tok;  /* owned; mock_tok_close() */
 };
 
-/* Checks the tokenizer choice. Returns 0, or SY_EUNSUPPORTED for kinds this
- * build cannot load. */
+/* Opens the tokenizer. Returns 0, or the sy_tokenizer_open() error
+ * (SY_EUNSUPPORTED for "hf" before it is built; "off" is refused with
+ * SY_EUNSUPPORTED too: the mock needs ids). The reason is logged. */
 int mock_tok_init(struct mock_tok *t, const char *kind, const char *path);
+
+void mock_tok_close(struct mock_tok *t);
 
 /* Renders `messages` (a JSON array of {role, content}; content a string or
  * an array of {type:"text", text}) and tokenizes it. On success *out is a
@@ -48,7 +55,7 @@ ssize_t mock_tok_page_hashes(const uint32_t *tokens, size_t n, uint32_t block_si
 			     bool bigram, int64_t *ids, size_t cap);
 
 /* True when the hashes come from the shared SGLang chain (common/blockhash);
- * false while a stand-in is compiled (before that module was merged). */
+ * kept for /server_info's "mock.hash" field. Always true now. */
 bool mock_tok_hash_is_sglang(void);
 
 #endif

@@ -1,0 +1,269 @@
+/* statebus-t.h — types of libstatebus, the shared-memory state plane.
+ *
+ * Types only (HAProxy style): structs, enums and constants shared by the
+ * functions in statebus.h and by the internal layout in statebus/sb-int.h.
+ * Everything that lives in the region is made of fixed-width integers,
+ * fixed-size char arrays and offsets (never pointers), so the region is
+ * position-independent and the same bytes mean the same thing in every
+ * process of the host. See DESIGN.md §3 and statebus/region.c for the layout.
+ */
+#ifndef SY_STATEBUS_T_H
+#define SY_STATEBUS_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/* Region                                                                   */
+
+/* Layout version of this build. Any change to a shared struct or to the
+ * order of tables bumps it; a region of another version is refused with
+ * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
+#define STATEBUS_LAYOUT_VERSION 1u
+
+/* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
+ * the creator (release barrier), so a region with this magic is initialised. */
+#define STATEBUS_MAGIC UINT64_C(0x3153554254535953)
+
+#define STATEBUS_DEFAULT_PATH "/dev/shm/switchyard"
+
+/* Defaults of struct statebus_params (a zero field means "default"). */
+#define STATEBUS_DEFAULT_MAX_WORKERS 256u
+#define STATEBUS_DEFAULT_MAX_DP_RANKS 16u
+#define STATEBUS_DEFAULT_MAX_PROCS 64u
+#define STATEBUS_DEFAULT_BLOCK_SIZE 256u     /* bytes */
+#define STATEBUS_DEFAULT_BLOCK_COUNT 16384u  /* 4 MiB of arena */
+/* Load freshness window: a rank's report older than this is stale
+ * (SGLang EngineReportedLoadTable, sglang-wire.md §13). */
+#define STATEBUS_LOAD_FRESH_NS UINT64_C(5000000000)
+
+/* Hard limits checked at creation and attach (SY_ERANGE / SY_EMALFORMED). */
+#define STATEBUS_MAX_WORKERS_LIMIT 65536u
+#define STATEBUS_MAX_DP_RANKS_LIMIT 1024u
+#define STATEBUS_MAX_PROCS_LIMIT 4096u
+#define STATEBUS_BLOCK_SIZE_MAX 65536u       /* bytes; multiple of 64 */
+#define STATEBUS_BLOCK_COUNT_MAX (1u << 24)
+
+/* Capacities of a region, fixed at creation. Passed to
+ * statebus_region_open() by the creating process (NULL = all defaults);
+ * ignored by attaching processes, which read them from the header. */
+struct statebus_params {
+	uint32_t max_workers;       /* worker slots (default 256) */
+	uint32_t max_dp_ranks;      /* load records per worker (default 16) */
+	uint32_t max_procs;         /* process slots = in-flight rows (default 64) */
+	uint32_t arena_block_size;  /* bytes per arena block, multiple of 64 (default 256) */
+	uint32_t arena_block_count; /* arena blocks (default 16384) */
+	uint64_t load_fresh_ns;     /* freshness window, ns (default 5 s) */
+};
+
+/* statebus_region_open() flags. */
+enum statebus_open_flags {
+	STATEBUS_ATTACH_ONLY = 0, /* fail with SY_ENOENT if the region is absent */
+	STATEBUS_CREATE = 1,      /* create and initialise it if absent */
+};
+
+/* Number of 64-bit counters in the header (meaning assigned by later issues:
+ * event decode failures, gaps, resets, evictions, ...). */
+#define STATEBUS_COUNTERS_MAX 64u
+/* Number of 64-bit "root" words in the header: offsets of structures that
+ * later tables build in the arena (radix index root, affinity table, ...). */
+#define STATEBUS_ROOTS_MAX 8u
+
+/* Consistent copy of the header for tools (syctl header). */
+struct statebus_header_info {
+	uint64_t magic;
+	uint32_t layout_version;
+	uint64_t total_size;            /* bytes */
+	struct statebus_params params;  /* capacities of this region */
+	uint64_t created_wall_ns;       /* CLOCK_REALTIME at creation */
+	uint64_t global_epoch;
+	uint64_t index_incarnation;
+	int32_t daemon_pid;             /* 0 = no statebus announced */
+	uint64_t daemon_start_time;     /* /proc/<pid>/stat field 22, clock ticks */
+	uint64_t daemon_heartbeat_ns;   /* CLOCK_MONOTONIC of the last heartbeat */
+	uint32_t arena_free;            /* blocks on the free list */
+	uint32_t arena_retired;         /* blocks waiting for a grace period */
+	/* Offsets (bytes from the region start) and sizes of every table. */
+	uint64_t procs_off, procs_size;
+	uint64_t workers_off, workers_size;
+	uint64_t load_off, load_size;
+	uint64_t inflight_off, inflight_size;
+	uint64_t arena_off, arena_size;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Process slots and epochs                                                 */
+
+enum statebus_proc_role {
+	STATEBUS_PROC_NONE = 0,
+	STATEBUS_PROC_ROUTER = 1,   /* a router worker process (or thread) */
+	STATEBUS_PROC_STATEBUS = 2, /* the statebus daemon */
+	STATEBUS_PROC_TOOL = 3,     /* syctl, tests, benchmarks */
+};
+
+/* Epoch value a reader publishes while outside any read bracket. Real
+ * epochs start at 1 and only grow (64 bits: no wrap in practice). */
+#define STATEBUS_EPOCH_IDLE UINT64_C(0)
+
+/* Copy of one process slot (syctl readers). */
+struct statebus_proc_info {
+	int32_t pid;          /* 0 = slot free */
+	uint32_t role;        /* enum statebus_proc_role */
+	uint64_t start_time;  /* /proc/<pid>/stat field 22 (clock ticks since boot) */
+	uint64_t epoch;       /* published epoch, STATEBUS_EPOCH_IDLE outside brackets */
+	uint64_t claimed_mono_ns;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Workers                                                                  */
+
+enum statebus_worker_state {
+	STATEBUS_WORKER_FREE = 0,     /* slot unused */
+	STATEBUS_WORKER_ACTIVE = 1,   /* candidate for picks */
+	STATEBUS_WORKER_REMOVING = 2, /* listed, draining: not valid for new picks */
+};
+
+enum statebus_worker_role {
+	STATEBUS_WORKER_PLAIN = 0,
+	STATEBUS_WORKER_PREFILL = 1,
+	STATEBUS_WORKER_DECODE = 2,
+};
+
+/* Why a worker's KV events are not indexed (0 = accepted). */
+enum statebus_kv_rejected {
+	STATEBUS_KV_OK = 0,
+	STATEBUS_KV_BLOCK_SIZE_MISMATCH = 1, /* disagrees with the model's block size (DESIGN §9) */
+	STATEBUS_KV_NO_ENDPOINT = 2,         /* no KV-event endpoint known */
+	STATEBUS_KV_BAD_FACTS = 3,           /* /server_info kv_events block unusable */
+};
+
+#define STATEBUS_WORKER_ID_MAX 256   /* bytes incl. NUL */
+#define STATEBUS_MODEL_MAX 128       /* bytes incl. NUL */
+#define STATEBUS_HOST_MAX 64         /* bytes incl. NUL */
+#define STATEBUS_TOPIC_MAX 64        /* bytes incl. NUL */
+
+/* One worker (engine) — the payload of a workers-table slot, and the copy
+ * readers get. Strings are always NUL-terminated in a record read with
+ * SY_OK. Ports are TCP ports, 0 = none/unknown. */
+struct statebus_worker {
+	uint32_t state;          /* enum statebus_worker_state (set by the table) */
+	uint32_t generation;     /* bumped at each reuse of the slot (set by the table) */
+	char id[STATEBUS_WORKER_ID_MAX];   /* normalised URL: statebus_worker_id_normalise() */
+	char model[STATEBUS_MODEL_MAX];
+	uint8_t role;            /* enum statebus_worker_role */
+	uint8_t healthy;         /* 1 = last health check passed */
+	uint8_t kv_bigram;       /* 1 = engine hashes in bigram mode (sglang-wire.md §11) */
+	uint8_t has_cache_signal;/* 1 = KV events exist for this worker */
+	uint16_t dp_size;        /* DP ranks (≥ 1, ≤ max_dp_ranks) */
+	uint16_t bootstrap_port; /* PD bootstrap port, 0 = none */
+	uint32_t kv_block_size;  /* tokens per KV block (page size), 0 = unknown */
+	uint16_t kv_port_base;        /* KV-event PUB port of rank 0 (rank r: base + r) */
+	uint16_t kv_replay_port_base; /* replay ROUTER port of rank 0, 0 = none */
+	uint16_t load_port_base;      /* LoadStat PUB port of rank 0, 0 = none */
+	uint16_t kv_rejected;         /* enum statebus_kv_rejected */
+	char kv_endpoint_host[STATEBUS_HOST_MAX];
+	char kv_topic[STATEBUS_TOPIC_MAX];
+	uint32_t health_failures;     /* consecutive failed checks */
+	uint32_t reserved0;
+	uint64_t health_checked_ns;   /* CLOCK_MONOTONIC of the last check, 0 = never */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Load                                                                     */
+
+/* statebus_load_report.flags */
+#define STATEBUS_LOAD_HAS_REPORT 0x1u     /* a LoadStat was received */
+#define STATEBUS_LOAD_HAS_V3 0x2u         /* the V3 extension was present */
+#define STATEBUS_LOAD_HAS_THROUGHPUT 0x4u /* prefill_tokens_per_s is derived */
+
+/* One rank's last LoadStat (SGLang LoadStat, V3 extension; sglang-wire.md
+ * §12), as written by the statebus and read back by readers. Counts are
+ * saturated at UINT32_MAX by the writer. */
+struct statebus_load_report {
+	uint32_t flags;                       /* STATEBUS_LOAD_* */
+	uint32_t num_running_reqs;            /* requests */
+	uint32_t num_waiting_reqs;            /* requests */
+	uint32_t num_tokens;                  /* KV tokens in use */
+	uint32_t max_total_num_tokens;        /* KV capacity, tokens; 0 = unknown */
+	uint32_t num_waiting_uncached_tokens; /* V3, tokens */
+	uint32_t num_total_tokens;            /* V3, tokens */
+	uint32_t max_running_requests;        /* V3, requests */
+	float prefill_tokens_per_s;           /* writer-derived from V3 cumulative
+	                                         counters (§13); valid with HAS_THROUGHPUT */
+	uint32_t worker_gen;                  /* worker generation the report belongs to
+	                                         (set by statebus_load_write) */
+	uint64_t recv_mono_ns;                /* CLOCK_MONOTONIC receive time */
+	uint64_t dispatches_at_recv;          /* Σ in-flight dispatch counters of the
+	                                         worker at receipt (set by statebus_load_write) */
+};
+
+enum statebus_load_status {
+	STATEBUS_LOAD_UNKNOWN = 0, /* missing, stale, rank-incomplete or torn: never zeros */
+	STATEBUS_LOAD_FRESH = 1,   /* every expected rank fresh */
+};
+
+/* Why a load view is unknown. */
+enum statebus_load_reason {
+	STATEBUS_LOAD_REASON_NONE = 0,       /* fresh */
+	STATEBUS_LOAD_REASON_MISSING = 1,    /* some rank never reported */
+	STATEBUS_LOAD_REASON_STALE = 2,      /* some rank older than the window */
+	STATEBUS_LOAD_REASON_TORN = 3,       /* some record mid-write past the retry bound */
+	STATEBUS_LOAD_REASON_NO_WORKER = 4,  /* slot free / bad dp_size */
+};
+
+/* Aggregated load of one worker over its dp_size ranks (sglang-wire.md §13).
+ * Only meaningful when status == STATEBUS_LOAD_FRESH; sums are 0 otherwise
+ * and must not be read as "idle". */
+struct statebus_load_view {
+	uint32_t status;            /* enum statebus_load_status */
+	uint32_t reason;            /* enum statebus_load_reason */
+	uint32_t dp_size;           /* expected ranks */
+	uint32_t worker_gen;
+	bool native;                /* V3 on every rank with max_total > 0, max_running > 0 */
+	bool has_throughput;        /* every rank has a derived throughput */
+	uint64_t num_running_reqs;  /* Σ ranks, requests */
+	uint64_t num_waiting_reqs;  /* Σ ranks, requests */
+	uint64_t num_tokens;        /* Σ ranks, KV tokens in use */
+	uint64_t max_total_num_tokens;        /* Σ ranks, tokens */
+	uint64_t num_waiting_uncached_tokens; /* native only, Σ tokens */
+	uint64_t num_total_tokens;            /* native only, Σ tokens */
+	uint64_t max_running_requests;        /* native only, Σ requests */
+	double prefill_tokens_per_s;          /* has_throughput only, Σ tokens/s */
+	uint64_t captured_at_ns;    /* oldest rank's receive time (CLOCK_MONOTONIC) */
+	uint64_t dispatches_at_capture; /* dispatch counter sum stored with that oldest rank */
+};
+
+/* ------------------------------------------------------------------------ */
+/* In-flight                                                                */
+
+/* Copy of one in-flight cell (syctl inflight). */
+struct statebus_inflight_info {
+	int64_t in_flight;          /* requests currently dispatched */
+	uint64_t dispatches;        /* monotonic dispatch counter */
+	uint64_t last_dispatch_ns;  /* CLOCK_MONOTONIC, 0 = never */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Process-local handle                                                     */
+
+/* An open region. Process-local (malloc'd by statebus_region_open, freed by
+ * statebus_region_close); the pointers inside point into this process's
+ * mapping and die with it. Fields are private except to the inline fast
+ * path in statebus.h. Not shared between threads that read concurrently:
+ * each reading thread opens its own handle (and claims its own slot). */
+struct statebus_region {
+	uint8_t *base;             /* mapping start */
+	uint64_t size;             /* mapping length = file size, bytes */
+	int fd;                    /* region file, for flock/OFD locks */
+	uint64_t *global_epoch;    /* &header->global_epoch */
+	uint64_t *self_epoch;      /* &own proc slot's epoch, NULL before claim */
+	int32_t self_slot;         /* claimed proc slot, -1 = none */
+	uint32_t read_depth;       /* nesting of read brackets (process-local) */
+	bool writer_locked;        /* this handle holds the writer lock */
+	uint64_t fresh_ns;         /* load freshness window used by this handle */
+	struct statebus_hdr *hdr;  /* internal layout (sb-int.h) */
+	char path[256];
+};
+
+#endif

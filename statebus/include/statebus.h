@@ -1,0 +1,320 @@
+/* statebus.h — libstatebus: the shared-memory state plane (DESIGN.md §3).
+ *
+ * One region per host (default /dev/shm/switchyard) shared by one
+ * switchyard-statebus (single writer of workers, load and index tables) and
+ * N switchyard-router processes (lock-free readers, each writing only its
+ * own in-flight row). Tools (syctl) attach through the same API.
+ *
+ * Conventions
+ * - Errors are values: 0 (SY_OK) or a negative sy_err (common/errors.h).
+ *   Functions taking `char *err, size_t errcap` also write a one-line
+ *   human message there on failure (NUL-terminated when errcap > 0).
+ * - Times are CLOCK_MONOTONIC nanoseconds (sy_mono_ns()) unless named wall.
+ * - Slots are indices into fixed tables; a worker is named by (slot,
+ *   generation) so that a reused slot is never mistaken for the old worker.
+ * - Offsets are bytes from the region start; statebus_ptr() turns one into
+ *   a pointer after a bounds check. A pointer into the region obtained inside
+ *   a read bracket must not be used after statebus_read_leave().
+ * - Writer functions (marked [writer]) require statebus_writer_lock() held
+ *   by the calling handle; they BUG_ON otherwise. Writers across processes
+ *   serialise on an OFD write lock on byte 0 of the region file (released by
+ *   the kernel if the writer dies); threads of one process sharing a handle
+ *   must serialise themselves (the statebus has one writer thread).
+ * - Reader functions never block and never write shared memory except the
+ *   caller's own proc slot and in-flight row.
+ */
+#ifndef SY_STATEBUS_H
+#define SY_STATEBUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/arch.h>
+#include <urcu/uatomic.h>
+#include <urcu/system.h>
+
+#include "common/errors.h"
+#include "statebus-t.h"
+
+/* ======================================================================== */
+/* Region (region.c)                                                        */
+
+/* Fills `p` with the defaults (STATEBUS_DEFAULT_*). */
+void statebus_params_default(struct statebus_params *p);
+
+/* Opens the region at `path` (≤ 255 bytes).
+ * With STATEBUS_CREATE, a missing or uninitialised file is created and
+ * initialised from `params` (NULL or zero fields = defaults) under an
+ * exclusive flock, the magic being published last; an existing region is
+ * attached and `params` ignored. With STATEBUS_ATTACH_ONLY the file must
+ * exist and be initialised. Attaching validates magic, layout version, the
+ * total size against the file size and every table's offset and size.
+ * The region is mapped MAP_SHARED; it survives the exit of every process.
+ * On success *out is a new handle (close with statebus_region_close()).
+ * Errors: SY_EINVAL (bad arguments/params), SY_ERANGE (params over limits),
+ * SY_ENOENT (absent, attach-only), SY_EBUSY (exists but uninitialised,
+ * attach-only), SY_EMALFORMED (corrupt header), SY_EVERSION (other layout
+ * version: "region <path> has layout version X, this build knows Y; run
+ * `syctl destroy`"), SY_EIO (system call failed), SY_ENOMEM. */
+int statebus_region_open(const char *path, const struct statebus_params *params,
+			 int flags, struct statebus_region **out, char *err, size_t errcap);
+
+/* Releases the caller's proc slot (if claimed) and writer lock (if held),
+ * unmaps and frees the handle. The region stays. NULL is a no-op. */
+void statebus_region_close(struct statebus_region *r);
+
+/* Unlinks the region file at `path` (syctl destroy). Processes that have it
+ * mapped keep their mapping until they close it.
+ * Errors: SY_ENOENT, SY_EIO. */
+int statebus_region_destroy(const char *path);
+
+/* Consistent-enough copy of the header fields (counters and epochs are read
+ * individually, atomically). */
+void statebus_region_info(const struct statebus_region *r, struct statebus_header_info *out);
+
+/* Index incarnation: bumped by a starting statebus, which rebuilds index and
+ * load from the engines' streams. Readers that cache index-derived state
+ * compare it. statebus_region_bump_incarnation() returns the new value. */
+uint64_t statebus_region_incarnation(const struct statebus_region *r);
+uint64_t statebus_region_bump_incarnation(struct statebus_region *r); /* [writer] */
+
+/* Overrides, for this handle only, the load freshness window (ns) used by
+ * statebus_load_view() (default: the region's, 5 s). */
+void statebus_region_set_fresh_ns(struct statebus_region *r, uint64_t fresh_ns);
+
+/* Bounds-checked offset → pointer: returns base + off when [off, off+size)
+ * lies inside the region, NULL otherwise (also for off == 0). */
+void *statebus_ptr(const struct statebus_region *r, uint64_t off, uint64_t size);
+
+/* Writer lock: OFD write lock on byte 0 of the region file. `wait` blocks
+ * until acquired, else returns SY_EBUSY when another process holds it.
+ * On acquisition, records left mid-write (odd seqlock) by a killed writer
+ * are repaired: their contents are cleared and the seqlock made even.
+ * Errors: SY_EBUSY, SY_EIO. */
+int statebus_writer_lock(struct statebus_region *r, bool wait);
+void statebus_writer_unlock(struct statebus_region *r);
+
+/* Statebus liveness fields of the header (DESIGN §5 "Workers").
+ * announce: records this process (pid, start time) and a first heartbeat;
+ * heartbeat: refreshes the heartbeat time; withdraw: clears the pid (clean
+ * exit). daemon_live: true when an announced pid is alive with the same
+ * start time and the heartbeat is at most max_age_ns old at now_ns. */
+void statebus_daemon_announce(struct statebus_region *r, uint64_t now_ns);
+void statebus_daemon_heartbeat(struct statebus_region *r, uint64_t now_ns);
+void statebus_daemon_withdraw(struct statebus_region *r);
+bool statebus_daemon_live(const struct statebus_region *r, uint64_t now_ns, uint64_t max_age_ns);
+
+/* Counters block (STATEBUS_COUNTERS_MAX words). add is atomic from any
+ * process; idx out of range is ignored / reads 0. */
+void statebus_counter_add(struct statebus_region *r, unsigned idx, uint64_t delta);
+uint64_t statebus_counter_get(const struct statebus_region *r, unsigned idx);
+
+/* Root words (STATEBUS_ROOTS_MAX): offsets of arena structures of later
+ * tables. set [writer] publishes with release order; get is a read inside a
+ * bracket. idx out of range: set ignored, get returns 0. */
+void statebus_root_set(struct statebus_region *r, unsigned idx, uint64_t off);
+uint64_t statebus_root_get(const struct statebus_region *r, unsigned idx);
+
+/* ======================================================================== */
+/* Process slots and epochs (epoch.c)                                       */
+
+/* Claims a free proc slot for this process and binds it to handle `r`
+ * (pid, start time from /proc/self/stat field 22, role, idle epoch). The
+ * slot index also names the process's in-flight row. One slot per handle.
+ * Errors: SY_EEXIST (handle already has a slot; *slot set to it),
+ * SY_ENOSPC (every slot taken — try statebus_procs_reap()), SY_EIO. */
+int statebus_proc_claim(struct statebus_region *r, enum statebus_proc_role role, uint32_t *slot);
+
+/* Releases the handle's slot: zeroes its in-flight row, then frees it.
+ * No-op without a slot. Must not be inside a read bracket. */
+void statebus_proc_release(struct statebus_region *r);
+
+/* The handle's slot, or -1. */
+static inline int32_t statebus_proc_self(const struct statebus_region *r) { return r->self_slot; }
+
+/* Copy of proc slot `slot`. Errors: SY_EINVAL (out of range). */
+int statebus_proc_read(const struct statebus_region *r, uint32_t slot, struct statebus_proc_info *out);
+
+/* Reaps slots whose process is gone (pid absent, or alive with another start
+ * time): zeroes their in-flight row and epoch, then frees the slot, so a
+ * crashed reader never blocks reclamation. [writer] (serialised reapers
+ * never race each other). Returns the number of slots reaped (≥ 0). */
+int statebus_procs_reap(struct statebus_region *r);
+
+/* Slow path of statebus_read_enter() for a handle without a slot. */
+void statebus_read_enter_unclaimed_(struct statebus_region *r);
+
+/* Reader bracket. Enter publishes the current global epoch in the caller's
+ * slot followed by a full barrier; leave publishes STATEBUS_EPOCH_IDLE with
+ * release order. Blocks retired while a bracket is open are not reclaimed
+ * until it closes. Brackets nest (only the outermost publishes). Requires a
+ * claimed slot (BUG otherwise). Never blocks, never fails. */
+static inline void statebus_read_enter(struct statebus_region *r)
+{
+	if (r->read_depth++ != 0)
+		return;
+	if (caa_unlikely(r->self_epoch == NULL)) {
+		statebus_read_enter_unclaimed_(r);
+		return;
+	}
+	/* xchg is a store with a full barrier: the epoch is visible before any
+	 * read of the tables below (Dekker with the writer's retire/scan). */
+	(void)uatomic_xchg(r->self_epoch, CMM_LOAD_SHARED(*r->global_epoch));
+}
+
+static inline void statebus_read_leave(struct statebus_region *r)
+{
+	if (--r->read_depth != 0)
+		return;
+	/* Release: every read of the bracket completes before idle shows. */
+	__atomic_store_n(r->self_epoch, STATEBUS_EPOCH_IDLE, __ATOMIC_RELEASE);
+}
+
+/* ======================================================================== */
+/* Arena and reclamation (epoch.c)                                          */
+
+/* Allocates one arena block (arena_block_size bytes, 64-byte aligned);
+ * *off is its region offset. Contents are unspecified (poisoned if it was
+ * reclaimed). [writer] Errors: SY_ENOSPC (no free block: reclaim or evict). */
+int statebus_arena_alloc(struct statebus_region *r, uint64_t *off);
+
+/* Returns a block that was never published to readers straight to the free
+ * list. [writer] Errors: SY_EINVAL (not an allocated block). */
+int statebus_arena_free(struct statebus_region *r, uint64_t off);
+
+/* Retires a block that readers may still hold: stamps it with the current
+ * global epoch and advances the global epoch. The caller must have
+ * unpublished it first. [writer] Errors: SY_EINVAL (not an allocated
+ * block). */
+int statebus_retire(struct statebus_region *r, uint64_t off);
+
+/* Frees every retired block whose stamp is older than every live reader's
+ * published epoch; each is poisoned (0x6b bytes) before it returns to the
+ * free list. [writer] Returns the number of blocks freed (≥ 0). A reader
+ * slot of a dead process holds reclamation back until statebus_procs_reap(). */
+int statebus_reclaim(struct statebus_region *r);
+
+/* Block counts: free, retired (waiting), total. Any pointer may be NULL. */
+void statebus_arena_stats(const struct statebus_region *r, uint32_t *free_blocks,
+			  uint32_t *retired_blocks, uint32_t *total_blocks);
+
+/* Bytes per arena block. */
+uint32_t statebus_arena_block_size(const struct statebus_region *r);
+
+/* ======================================================================== */
+/* Workers (workers.c)                                                      */
+
+/* Normalises a worker URL into its stable ID (DESIGN §3): lower-case scheme
+ * and host, no trailing '/'. Errors: SY_EINVAL (no "scheme://"), SY_ERANGE
+ * (does not fit in cap bytes incl. NUL). */
+int statebus_worker_id_normalise(const char *url, char *out, size_t cap);
+
+/* Worker slots in this region (max_workers). */
+uint32_t statebus_workers_capacity(const struct statebus_region *r);
+
+/* Adds worker `w` (id must be non-empty and NUL-terminated; state and
+ * generation are ignored; dp_size 0 is taken as 1) in a free slot whose
+ * generation is bumped; the slot's load records are cleared. [writer]
+ * *slot and *gen receive the slot and generation (also on SY_EEXIST, naming the
+ * existing worker with that ID). Errors: SY_EINVAL (bad id/dp_size > max),
+ * SY_EEXIST, SY_ENOSPC (table full). */
+int statebus_worker_add(struct statebus_region *r, const struct statebus_worker *w,
+			uint32_t *slot, uint32_t *gen);
+
+/* Replaces the facts of worker (slot, gen) with those of `w` (id, state and
+ * generation ignored). [writer] Errors: SY_EINVAL (range, dp_size),
+ * SY_ENOENT (free slot or other generation). */
+int statebus_worker_update(struct statebus_region *r, uint32_t slot, uint32_t gen,
+			   const struct statebus_worker *w);
+
+/* Health result of worker (slot, gen). [writer] Errors: as _update. */
+int statebus_worker_set_health(struct statebus_region *r, uint32_t slot, uint32_t gen,
+			       bool healthy, uint64_t checked_ns, uint32_t failures);
+
+/* Marks worker (slot, gen) REMOVING (listed, no longer valid for picks).
+ * [writer] Errors: as _update. */
+int statebus_worker_mark_removing(struct statebus_region *r, uint32_t slot, uint32_t gen);
+
+/* Frees the slot of worker (slot, gen) and clears its load records.
+ * [writer] Errors: as _update. */
+int statebus_worker_remove(struct statebus_region *r, uint32_t slot, uint32_t gen);
+
+/* Consistent snapshot of slot `slot` (seqlock, bounded retries).
+ * Errors: SY_EINVAL (range), SY_ENOENT (free slot; out->state FREE and
+ * out->generation valid), SY_ESTALE (torn past the retry bound: out zeroed). */
+int statebus_worker_read(const struct statebus_region *r, uint32_t slot, struct statebus_worker *out);
+
+/* Finds the worker with ID `id` (exact match on the normalised ID).
+ * Errors: SY_ENOENT. */
+int statebus_worker_find(const struct statebus_region *r, const char *id,
+			 uint32_t *slot, uint32_t *gen);
+
+/* True when slot `slot` holds an ACTIVE worker of generation `gen` (a pick
+ * is validated with it before dispatch). */
+bool statebus_worker_valid(const struct statebus_region *r, uint32_t slot, uint32_t gen);
+
+/* ======================================================================== */
+/* Load (load.c)                                                            */
+
+/* Stores rank `rank`'s report for worker (slot, gen) in its 64-byte
+ * seqlock record (odd → write → even). Copies flags, counts, throughput and
+ * recv_mono_ns from `rep`; sets worker_gen = gen and dispatches_at_recv =
+ * Σ in-flight dispatch counters of the worker now. [writer]
+ * Errors: SY_EINVAL (slot/rank out of range, rank ≥ dp_size),
+ * SY_ENOENT (free slot or other generation). */
+int statebus_load_write(struct statebus_region *r, uint32_t slot, uint32_t gen, uint32_t rank,
+			const struct statebus_load_report *rep);
+
+/* Copies rank `rank`'s record of worker slot `slot`.
+ * Errors: SY_EINVAL (range), SY_ENOENT (no report), SY_ESTALE (mid-write
+ * past the retry bound: reads as unknown; out zeroed). */
+int statebus_load_read_rank(const struct statebus_region *r, uint32_t slot, uint32_t rank,
+			    struct statebus_load_report *out);
+
+/* Aggregated view of worker slot `slot` at `now_ns` (sglang-wire.md §13):
+ * fresh only if every expected rank (dp_size of the worker record) has a
+ * report of the worker's current generation received within the freshness
+ * window. Basic view = sums; captured_at = oldest rank's receive time;
+ * native view only if V3 on every rank with max_total > 0 and
+ * max_running > 0. Returns SY_OK with status FRESH; SY_ESTALE with status
+ * UNKNOWN and a reason (missing, stale, torn); SY_ENOENT (free slot, reason
+ * NO_WORKER); SY_EINVAL (range). Unknown views carry zero sums, which must
+ * not be read as idle. */
+int statebus_load_view(const struct statebus_region *r, uint32_t slot, uint64_t now_ns,
+		       struct statebus_load_view *out);
+
+/* Clears every rank record of worker slot `slot` (reads then SY_ENOENT).
+ * [writer] Errors: SY_EINVAL. */
+int statebus_load_clear_worker(struct statebus_region *r, uint32_t slot);
+
+/* DP ranks per worker in this region (max_dp_ranks). */
+uint32_t statebus_load_max_ranks(const struct statebus_region *r);
+
+/* ======================================================================== */
+/* In-flight rows (inflight.c)                                              */
+
+/* The caller's process (proc slot `proc`, normally statebus_proc_self())
+ * dispatches to / finishes with worker slot `worker`: atomic add on its own
+ * row only (in_flight ±1; acquire also bumps the dispatch counter and stamps
+ * last_dispatch_ns = now_ns). Never blocks. Errors: SY_EINVAL (range);
+ * release of a zero count is SY_ERANGE and leaves it at zero. */
+int statebus_inflight_acquire(struct statebus_region *r, uint32_t proc, uint32_t worker,
+			      uint64_t now_ns);
+int statebus_inflight_release(struct statebus_region *r, uint32_t proc, uint32_t worker);
+
+/* Sums every process row for worker slot `worker`: in-flight requests and
+ * dispatch counter. Either pointer may be NULL. Errors: SY_EINVAL. */
+int statebus_inflight_sum(const struct statebus_region *r, uint32_t worker,
+			  int64_t *in_flight, uint64_t *dispatches);
+
+/* Copy of one cell (proc, worker). Errors: SY_EINVAL. */
+int statebus_inflight_read(const struct statebus_region *r, uint32_t proc, uint32_t worker,
+			   struct statebus_inflight_info *out);
+
+/* Zeroes every cell of row `proc` (reap, release) or column `worker`
+ * (worker removal by the writer). Errors: SY_EINVAL. */
+int statebus_inflight_zero_row(struct statebus_region *r, uint32_t proc);
+int statebus_inflight_zero_worker(struct statebus_region *r, uint32_t worker);
+
+#endif

@@ -1,0 +1,246 @@
+/* sb-int.h — internal layout of the state-plane region (libstatebus only,
+ * and white-box tests).
+ *
+ * Region layout (every table 64-byte aligned, in this order, offsets and
+ * sizes recorded in the header so that attach can bounds-check them):
+ *
+ *   0      header (SB_HDR_SIZE bytes): identity, capacities, table
+ *          descriptors; then one cache line each for the global epoch, the
+ *          index incarnation, the statebus liveness fields, the arena
+ *          bookkeeping; the root words and the counters block.
+ *   procs     max_procs × struct sb_proc (64 B): pid, start time, role, epoch
+ *   workers   max_workers × struct sb_worker_rec: seqlock + statebus_worker
+ *   load      max_workers × max_dp_ranks × struct sb_load_rec (64 B each)
+ *   inflight  max_procs × max_workers × struct sb_inflight (32 B)
+ *   arena     block_count × block_size bytes
+ *   afree     block_count × uint32_t: free-list stack of block indices
+ *   aretire   block_count × struct sb_retired: FIFO ring (index, epoch)
+ *   astate    block_count × uint8_t: SB_BLOCK_* of each block
+ *
+ * The arena's bookkeeping lives outside the blocks, so a block handed to
+ * readers is never written by the allocator until it is reclaimed.
+ * Writer-only fields (arena state, seqlock words of workers and load) are
+ * changed only by the holder of the writer lock.
+ */
+#ifndef SY_STATEBUS_SB_INT_H
+#define SY_STATEBUS_SB_INT_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "statebus.h"
+
+#define SB_LINE 64
+#define SB_ALIGNED __attribute__((aligned(SB_LINE)))
+#define SB_HDR_SIZE 4096u
+
+/* Cheap always-on invariant check (HAProxy BUG_ON): a broken invariant stops
+ * loudly rather than corrupting shared memory. */
+#define SB_BUG_ON(cond)                                                        \
+	do {                                                                   \
+		if (caa_unlikely(cond)) {                                      \
+			fprintf(stderr, "statebus BUG at %s:%d: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			abort();                                               \
+		}                                                              \
+	} while (0)
+
+/* Bounded seqlock retries before a record reads as unknown (SY_ESTALE). */
+#define SB_SEQ_RETRIES 256
+
+enum sb_table_id {
+	SB_T_PROCS = 0,
+	SB_T_WORKERS,
+	SB_T_LOAD,
+	SB_T_INFLIGHT,
+	SB_T_ARENA,
+	SB_T_AFREE,
+	SB_T_ARETIRE,
+	SB_T_ASTATE,
+	SB_T_COUNT_,
+};
+
+struct sb_table {
+	uint64_t off;    /* bytes from region start, multiple of 64 */
+	uint64_t size;   /* bytes, = count × stride rounded up to 64 */
+	uint32_t count;  /* elements */
+	uint32_t stride; /* bytes per element */
+};
+
+enum sb_block_state {
+	SB_BLOCK_FREE = 0,
+	SB_BLOCK_ALLOCATED = 1,
+	SB_BLOCK_RETIRED = 2,
+};
+
+#define SB_POISON 0x6b
+
+struct statebus_hdr {
+	/* identity and layout — immutable once the magic is published */
+	uint64_t magic;
+	uint32_t layout_version;
+	uint32_t header_size;
+	uint64_t total_size;
+	uint32_t max_workers;
+	uint32_t max_dp_ranks;
+	uint32_t max_procs;
+	uint32_t arena_block_size;
+	uint32_t arena_block_count;
+	uint32_t reserved0;
+	uint64_t load_fresh_ns;
+	uint64_t created_wall_ns;
+	struct sb_table tables[SB_T_COUNT_];
+
+	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by retire */
+	uint64_t index_incarnation SB_ALIGNED;
+
+	struct {
+		int32_t pid;
+		uint32_t reserved;
+		uint64_t start_time;
+		uint64_t heartbeat_ns;
+	} daemon SB_ALIGNED;
+
+	struct {                               /* writer-only */
+		uint32_t free_top;             /* entries on the afree stack */
+		uint32_t retire_head;          /* ring index of the oldest retired */
+		uint32_t retired;              /* entries in the ring */
+		uint32_t reserved;
+	} arena SB_ALIGNED;
+
+	uint64_t roots[STATEBUS_ROOTS_MAX] SB_ALIGNED;
+	uint64_t counters[STATEBUS_COUNTERS_MAX] SB_ALIGNED;
+};
+_Static_assert(sizeof(struct statebus_hdr) <= SB_HDR_SIZE, "header fits its page");
+
+struct sb_proc {
+	int32_t pid;          /* 0 = free; claimed by CAS 0 → pid */
+	uint32_t role;
+	uint64_t start_time;  /* 0 while being claimed */
+	uint64_t epoch;       /* STATEBUS_EPOCH_IDLE or the epoch read at enter */
+	uint64_t claimed_ns;
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_proc) == SB_LINE, "one proc slot per cache line");
+
+struct sb_worker_rec {
+	uint32_t seq;         /* seqlock: odd while the writer updates */
+	uint32_t reserved;
+	struct statebus_worker w;
+} SB_ALIGNED;
+
+/* One (worker, DP rank) LoadStat record: exactly one cache line, so a
+ * seqlock read touches one line (DESIGN §8: ~140 ns when split). */
+struct sb_load_rec {
+	uint32_t seq;
+	uint32_t flags;
+	uint32_t num_running_reqs;
+	uint32_t num_waiting_reqs;
+	uint32_t num_tokens;
+	uint32_t max_total_num_tokens;
+	uint32_t num_waiting_uncached_tokens;
+	uint32_t num_total_tokens;
+	uint32_t max_running_requests;
+	float prefill_tokens_per_s;
+	uint32_t worker_gen;
+	uint32_t reserved;
+	uint64_t recv_mono_ns;
+	uint64_t dispatches_at_recv;
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_load_rec) == SB_LINE, "load record is one cache line");
+
+struct sb_inflight {
+	int64_t in_flight;
+	uint64_t dispatches;
+	uint64_t last_dispatch_ns;
+	uint64_t reserved;
+};
+_Static_assert(sizeof(struct sb_inflight) == 32, "in-flight cell is 32 bytes");
+
+struct sb_retired {
+	uint32_t idx;
+	uint32_t reserved;
+	uint64_t epoch;
+};
+
+/* Table base (bounds were checked at open, so a cast is safe). */
+static inline void *sb_table(const struct statebus_region *r, enum sb_table_id t)
+{
+	return r->base + r->hdr->tables[t].off;
+}
+
+static inline struct sb_proc *sb_proc_at(const struct statebus_region *r, uint32_t i)
+{
+	return (struct sb_proc *)sb_table(r, SB_T_PROCS) + i;
+}
+
+static inline struct sb_worker_rec *sb_worker_at(const struct statebus_region *r, uint32_t i)
+{
+	return (struct sb_worker_rec *)((uint8_t *)sb_table(r, SB_T_WORKERS) +
+					(uint64_t)i * r->hdr->tables[SB_T_WORKERS].stride);
+}
+
+static inline struct sb_load_rec *sb_load_at(const struct statebus_region *r, uint32_t w, uint32_t rank)
+{
+	return (struct sb_load_rec *)sb_table(r, SB_T_LOAD) + (uint64_t)w * r->hdr->max_dp_ranks + rank;
+}
+
+static inline struct sb_inflight *sb_inflight_at(const struct statebus_region *r, uint32_t p, uint32_t w)
+{
+	return (struct sb_inflight *)sb_table(r, SB_T_INFLIGHT) + (uint64_t)p * r->hdr->max_workers + w;
+}
+
+/* Seqlock, writer side (writer lock held): odd → write → even. */
+static inline uint32_t sb_seq_write_begin(uint32_t *seq)
+{
+	uint32_t s = CMM_LOAD_SHARED(*seq);
+	SB_BUG_ON(s & 1u);
+	CMM_STORE_SHARED(*seq, s + 1);
+	cmm_smp_wmb();
+	return s;
+}
+
+static inline void sb_seq_write_end(uint32_t *seq, uint32_t s)
+{
+	cmm_smp_wmb();
+	CMM_STORE_SHARED(*seq, s + 2);
+}
+
+/* Seqlock, reader side: begin returns false while odd (a write is in
+ * progress); retry returns true when the copy must be discarded. */
+static inline bool sb_seq_read_begin(const uint32_t *seq, uint32_t *s)
+{
+	*s = CMM_LOAD_SHARED(*seq);
+	cmm_smp_rmb();
+	return (*s & 1u) == 0;
+}
+
+static inline bool sb_seq_read_retry(const uint32_t *seq, uint32_t s)
+{
+	cmm_smp_rmb();
+	return CMM_LOAD_SHARED(*seq) != s;
+}
+
+static inline void sb_assert_writer(const struct statebus_region *r)
+{
+	SB_BUG_ON(!r->writer_locked);
+}
+
+/* /proc/<pid>/stat: start time (field 22, clock ticks since boot) and
+ * whether the process is alive (exists and is not a zombie). Returns
+ * SY_OK, or SY_ENOENT when gone. pid 0 = self. */
+int sb_proc_stat(int32_t pid, uint64_t *start_time);
+
+/* Writer-lock repair of records left odd by a killed writer (load.c,
+ * workers.c). Return the number of records repaired. */
+int sb_load_repair(struct statebus_region *r);
+int sb_workers_repair(struct statebus_region *r);
+
+/* Σ of the in-flight dispatch counters of worker slot w (inflight.c). */
+uint64_t sb_inflight_dispatches(const struct statebus_region *r, uint32_t w);
+
+/* Writes a formatted message into err (cap bytes). */
+void sb_errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

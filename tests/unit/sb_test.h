@@ -1,0 +1,51 @@
+/* sb_test.h — helpers shared by the state-plane tests: unique region paths
+ * under /dev/shm and a create-and-lock shortcut. Header-only, test use. */
+#ifndef SY_TESTS_SB_TEST_H
+#define SY_TESTS_SB_TEST_H
+
+#include <check.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "statebus.h"
+
+/* Unique path /dev/shm/sy-test-<pid>-<n> (pid of the caller at call time). */
+static inline const char *sbt_path(char *buf, size_t cap)
+{
+	static unsigned n;
+	snprintf(buf, cap, "/dev/shm/sy-test-%d-%u", (int)getpid(), n++);
+	unlink(buf);
+	return buf;
+}
+
+/* Creates a region at path with params (NULL = defaults), asserting success. */
+static inline struct statebus_region *sbt_create(const char *path, const struct statebus_params *p)
+{
+	struct statebus_region *r = NULL;
+	char err[256] = "";
+	int rc = statebus_region_open(path, p, STATEBUS_CREATE, &r, err, sizeof(err));
+	ck_assert_msg(rc == SY_OK, "open %s: %d %s", path, rc, err);
+	return r;
+}
+
+/* Small region for fast tests. */
+static inline struct statebus_params sbt_small(void)
+{
+	struct statebus_params p = {.max_workers = 8, .max_dp_ranks = 4, .max_procs = 8,
+				    .arena_block_size = 128, .arena_block_count = 64};
+	return p;
+}
+
+/* A plain worker with the given ID. */
+static inline struct statebus_worker sbt_worker(const char *id, uint16_t dp)
+{
+	struct statebus_worker w = {0};
+	snprintf(w.id, sizeof(w.id), "%s", id);
+	snprintf(w.model, sizeof(w.model), "default-model");
+	w.role = STATEBUS_WORKER_PLAIN;
+	w.dp_size = dp;
+	w.healthy = 1;
+	return w;
+}
+
+#endif

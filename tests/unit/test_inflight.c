@@ -1,0 +1,91 @@
+/* test_inflight.c — per-process in-flight rows: own-row atomic counts,
+ * sums across processes, release underflow, zeroing on release. */
+#include <check.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sb_test.h"
+
+START_TEST(test_rows_of_two_processes_sum_per_worker)
+{
+	char path[64];
+	sbt_path(path, sizeof(path));
+	struct statebus_params p = sbt_small();
+	struct statebus_region *a = sbt_create(path, &p);
+	uint32_t pa;
+	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct statebus_region *b = NULL;
+		uint32_t pb;
+		if (statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &b, NULL, 0) != SY_OK ||
+		    statebus_proc_claim(b, STATEBUS_PROC_ROUTER, &pb) != SY_OK)
+			_exit(1);
+		for (int i = 0; i < 1000; i++)
+			statebus_inflight_acquire(b, pb, 2, 77);
+		for (int i = 0; i < 400; i++)
+			statebus_inflight_release(b, pb, 2);
+		_exit(0); /* exits without releasing its slot: row stays until reaped */
+	}
+	for (int i = 0; i < 10; i++)
+		statebus_inflight_acquire(a, pa, 2, 5);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	int64_t n;
+	uint64_t d;
+	ck_assert_int_eq(statebus_inflight_sum(a, 2, &n, &d), SY_OK);
+	ck_assert_int_eq(n, 610);
+	ck_assert_uint_eq(d, 1010);
+	struct statebus_inflight_info ci;
+	ck_assert_int_eq(statebus_inflight_read(a, pa, 2, &ci), SY_OK);
+	ck_assert_int_eq(ci.in_flight, 10);
+	ck_assert_uint_eq(ci.last_dispatch_ns, 5);
+	/* the dead process's row is zeroed by the reaper */
+	ck_assert_int_eq(statebus_writer_lock(a, true), SY_OK);
+	ck_assert_int_eq(statebus_procs_reap(a), 1);
+	ck_assert_int_eq(statebus_inflight_sum(a, 2, &n, &d), SY_OK);
+	ck_assert_int_eq(n, 10);
+	ck_assert_uint_eq(d, 10);
+	statebus_region_close(a);
+	statebus_region_destroy(path);
+}
+END_TEST
+
+START_TEST(test_release_without_acquire_is_erange_and_stays_zero)
+{
+	char path[64];
+	sbt_path(path, sizeof(path));
+	struct statebus_params p = sbt_small();
+	struct statebus_region *a = sbt_create(path, &p);
+	uint32_t pa;
+	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	ck_assert_int_eq(statebus_inflight_release(a, pa, 1), SY_ERANGE);
+	int64_t n;
+	statebus_inflight_sum(a, 1, &n, NULL);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(statebus_inflight_acquire(a, pa, 8, 1), SY_EINVAL);
+	ck_assert_int_eq(statebus_inflight_acquire(a, 8, 1, 1), SY_EINVAL);
+	statebus_inflight_acquire(a, pa, 1, 1);
+	statebus_proc_release(a); /* a clean exit zeroes the row */
+	statebus_inflight_sum(a, 1, &n, NULL);
+	ck_assert_int_eq(n, 0);
+	statebus_region_close(a);
+	statebus_region_destroy(path);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("inflight");
+	TCase *tc = tcase_create("inflight");
+	tcase_add_test(tc, test_rows_of_two_processes_sum_per_worker);
+	tcase_add_test(tc, test_release_without_acquire_is_erange_and_stays_zero);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

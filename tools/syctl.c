@@ -1,0 +1,580 @@
+/* syctl — inspect (and create/destroy) the switchyard state plane.
+ *
+ *   syctl [--shm PATH] [--json] COMMAND [options]
+ *
+ * Commands (Foundations; later issues add index, match, streams):
+ *   create [--max-workers N] [--max-dp-ranks N] [--max-procs N]
+ *          [--arena-blocks N] [--arena-block-size BYTES]
+ *                      create and initialise the region (attach if present),
+ *                      then print its header
+ *   destroy            unlink the region file (mappings stay until closed)
+ *   header             magic, layout, capacities, epochs, incarnation, statebus
+ *   workers            the workers table
+ *   load               per-worker load view (fresh or unknown) and per-rank records
+ *   inflight           per-worker in-flight sums and the rows of each process
+ *   readers            process slots (pid, role, published epoch, alive)
+ *
+ * JSON shapes are stable (scripts rely on them; fields may be added):
+ *   workers --json → {"workers": [{"worker": URL, "role": "plain|prefill|decode",
+ *                      "healthy": bool, ...}]}
+ *   load --json    → {"workers": [{"worker": URL, "fresh": bool,
+ *                      "num_running_reqs": n|null, "num_waiting_reqs": n|null,
+ *                      "num_used_tokens": n|null, "max_total_num_tokens": n|null,
+ *                      ...}]}
+ * Values that are unknown (stale, missing or torn load) are JSON null, never 0.
+ *
+ * syctl never takes the writer lock except for `create`, and reads the
+ * workers and load tables through their seqlocks, so it is safe against a
+ * running statebus and routers. Exit status: 0 ok, 1 runtime error (message
+ * on stderr), 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "statebus.h"
+
+struct syctl_opts {
+	const char *shm;
+	bool json;
+	struct statebus_params params;
+};
+
+static const char *const role_names[] = {"plain", "prefill", "decode"};
+static const char *const state_names[] = {"free", "active", "removing"};
+static const char *const proc_role_names[] = {"none", "router", "statebus", "tool"};
+static const char *const kv_rejected_names[] = {"", "block_size_mismatch", "no_endpoint",
+						"bad_facts"};
+static const char *const load_reason_names[] = {"", "missing", "stale", "torn", "no_worker"};
+
+#define NAME_OF(table, i) ((size_t)(i) < sizeof(table) / sizeof(table[0]) ? table[i] : "unknown")
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: syctl [--shm PATH] [--json] COMMAND\n"
+		"commands: create [--max-workers N] [--max-dp-ranks N] [--max-procs N]\n"
+		"                 [--arena-blocks N] [--arena-block-size BYTES]\n"
+		"          destroy | header | workers | load | inflight | readers\n"
+		"--shm PATH   region file (default %s)\n"
+		"--json       machine-readable output (stable shapes)\n",
+		STATEBUS_DEFAULT_PATH);
+}
+
+/* Prints `obj` (stolen) as one JSON document on stdout. */
+static int emit_json(json_t *obj)
+{
+	char *s = json_dumps(obj, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(obj);
+	if (s == NULL) {
+		fprintf(stderr, "syctl: out of memory\n");
+		return 1;
+	}
+	puts(s);
+	free(s);
+	return 0;
+}
+
+static int open_region(const struct syctl_opts *o, int flags, struct statebus_region **r)
+{
+	char err[512];
+	int rc = statebus_region_open(o->shm, flags == STATEBUS_CREATE ? &o->params : NULL,
+				      flags, r, err, sizeof(err));
+	if (rc != SY_OK) {
+		fprintf(stderr, "syctl: %s\n", err[0] ? err : sy_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- header ------------------------------------------------------------- */
+
+static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct statebus_header_info h;
+	statebus_region_info(r, &h);
+	uint64_t now = sy_mono_ns();
+	bool live = statebus_daemon_live(r, now, 5 * UINT64_C(1000000000));
+	if (o->json) {
+		json_t *t = json_object();
+		char magic[19];
+		snprintf(magic, sizeof(magic), "0x%016" PRIx64, h.magic);
+		json_object_set_new(t, "path", json_string(o->shm));
+		json_object_set_new(t, "magic", json_string(magic));
+		json_object_set_new(t, "valid", json_boolean(h.magic == STATEBUS_MAGIC));
+		json_object_set_new(t, "layout_version", json_integer(h.layout_version));
+		json_object_set_new(t, "total_size", json_integer((json_int_t)h.total_size));
+		json_object_set_new(t, "created_wall_ms",
+				    json_integer((json_int_t)(h.created_wall_ns / 1000000u)));
+		json_object_set_new(t, "global_epoch", json_integer((json_int_t)h.global_epoch));
+		json_object_set_new(t, "index_incarnation",
+				    json_integer((json_int_t)h.index_incarnation));
+		json_t *cap = json_object();
+		json_object_set_new(cap, "max_workers", json_integer(h.params.max_workers));
+		json_object_set_new(cap, "max_dp_ranks", json_integer(h.params.max_dp_ranks));
+		json_object_set_new(cap, "max_procs", json_integer(h.params.max_procs));
+		json_object_set_new(cap, "arena_block_size", json_integer(h.params.arena_block_size));
+		json_object_set_new(cap, "arena_block_count", json_integer(h.params.arena_block_count));
+		json_object_set_new(cap, "load_fresh_ms",
+				    json_integer((json_int_t)(h.params.load_fresh_ns / 1000000u)));
+		json_object_set_new(t, "capacities", cap);
+		json_t *arena = json_object();
+		json_object_set_new(arena, "free_blocks", json_integer(h.arena_free));
+		json_object_set_new(arena, "retired_blocks", json_integer(h.arena_retired));
+		json_object_set_new(t, "arena", arena);
+		json_t *sb = json_object();
+		json_object_set_new(sb, "pid", h.daemon_pid ? json_integer(h.daemon_pid) : json_null());
+		json_object_set_new(sb, "live", json_boolean(live));
+		json_object_set_new(sb, "heartbeat_age_ms",
+				    h.daemon_heartbeat_ns && h.daemon_pid
+					    ? json_integer((json_int_t)((now - h.daemon_heartbeat_ns) / 1000000u))
+					    : json_null());
+		json_object_set_new(t, "statebus", sb);
+		json_t *tables = json_object();
+		const struct { const char *name; uint64_t off, size; } tab[] = {
+			{"procs", h.procs_off, h.procs_size},
+			{"workers", h.workers_off, h.workers_size},
+			{"load", h.load_off, h.load_size},
+			{"inflight", h.inflight_off, h.inflight_size},
+			{"arena", h.arena_off, h.arena_size},
+		};
+		for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+			json_t *e = json_object();
+			json_object_set_new(e, "offset", json_integer((json_int_t)tab[i].off));
+			json_object_set_new(e, "size", json_integer((json_int_t)tab[i].size));
+			json_object_set_new(tables, tab[i].name, e);
+		}
+		json_object_set_new(t, "tables", tables);
+		return emit_json(t);
+	}
+	printf("path               %s\n", o->shm);
+	printf("magic              0x%016" PRIx64 " (%s)\n", h.magic,
+	       h.magic == STATEBUS_MAGIC ? "valid" : "INVALID");
+	printf("layout version     %u\n", h.layout_version);
+	printf("size               %" PRIu64 " bytes\n", h.total_size);
+	printf("global epoch       %" PRIu64 "\n", h.global_epoch);
+	printf("index incarnation  %" PRIu64 "\n", h.index_incarnation);
+	printf("capacities         workers %u, dp ranks/worker %u, procs %u, arena %u x %u B\n",
+	       h.params.max_workers, h.params.max_dp_ranks, h.params.max_procs,
+	       h.params.arena_block_count, h.params.arena_block_size);
+	printf("arena              %u free, %u retired\n", h.arena_free, h.arena_retired);
+	if (h.daemon_pid)
+		printf("statebus           pid %d, %s, heartbeat %" PRIu64 " ms ago\n", h.daemon_pid,
+		       live ? "live" : "NOT live", (now - h.daemon_heartbeat_ns) / 1000000u);
+	else
+		printf("statebus           none announced\n");
+	return 0;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static json_t *worker_json(uint32_t slot, const struct statebus_worker *w, uint64_t now)
+{
+	json_t *e = json_object();
+	json_object_set_new(e, "worker", json_string(w->id));
+	json_object_set_new(e, "slot", json_integer(slot));
+	json_object_set_new(e, "generation", json_integer(w->generation));
+	json_object_set_new(e, "state", json_string(NAME_OF(state_names, w->state)));
+	json_object_set_new(e, "model", json_string(w->model));
+	json_object_set_new(e, "role", json_string(NAME_OF(role_names, w->role)));
+	json_object_set_new(e, "healthy", json_boolean(w->healthy));
+	json_object_set_new(e, "health_failures", json_integer(w->health_failures));
+	json_object_set_new(e, "health_checked_age_ms",
+			    w->health_checked_ns
+				    ? json_integer((json_int_t)((now - w->health_checked_ns) / 1000000u))
+				    : json_null());
+	json_object_set_new(e, "dp_size", json_integer(w->dp_size));
+	json_object_set_new(e, "bootstrap_port",
+			    w->bootstrap_port ? json_integer(w->bootstrap_port) : json_null());
+	json_t *kv = json_object();
+	json_object_set_new(kv, "has_cache_signal", json_boolean(w->has_cache_signal));
+	json_object_set_new(kv, "block_size",
+			    w->kv_block_size ? json_integer(w->kv_block_size) : json_null());
+	json_object_set_new(kv, "bigram", json_boolean(w->kv_bigram));
+	json_object_set_new(kv, "endpoint_host", json_string(w->kv_endpoint_host));
+	json_object_set_new(kv, "endpoint_port_base",
+			    w->kv_port_base ? json_integer(w->kv_port_base) : json_null());
+	json_object_set_new(kv, "topic", json_string(w->kv_topic));
+	json_object_set_new(kv, "replay_port_base",
+			    w->kv_replay_port_base ? json_integer(w->kv_replay_port_base) : json_null());
+	json_object_set_new(kv, "load_endpoint_port_base",
+			    w->load_port_base ? json_integer(w->load_port_base) : json_null());
+	json_object_set_new(kv, "rejected",
+			    w->kv_rejected ? json_string(NAME_OF(kv_rejected_names, w->kv_rejected))
+					   : json_null());
+	json_object_set_new(e, "kv_events", kv);
+	return e;
+}
+
+/* Calls fn for every non-free worker slot; torn slots are reported on
+ * stderr and skipped. */
+static void for_each_worker(struct statebus_region *r,
+			    void (*fn)(uint32_t slot, const struct statebus_worker *w, void *arg),
+			    void *arg)
+{
+	uint32_t cap = statebus_workers_capacity(r);
+	for (uint32_t s = 0; s < cap; s++) {
+		struct statebus_worker w;
+		int rc = statebus_worker_read(r, s, &w);
+		if (rc == SY_ESTALE)
+			fprintf(stderr, "syctl: worker slot %u is mid-write (torn); skipped\n", s);
+		if (rc != SY_OK)
+			continue;
+		fn(s, &w, arg);
+	}
+}
+
+struct list_ctx {
+	struct statebus_region *r;
+	json_t *arr;
+	uint64_t now;
+	unsigned n;
+};
+
+static void worker_row(uint32_t slot, const struct statebus_worker *w, void *arg)
+{
+	struct list_ctx *c = arg;
+	c->n++;
+	if (c->arr) {
+		json_array_append_new(c->arr, worker_json(slot, w, c->now));
+		return;
+	}
+	char kv[64];
+	if (w->kv_rejected)
+		snprintf(kv, sizeof(kv), "rejected:%s", NAME_OF(kv_rejected_names, w->kv_rejected));
+	else if (w->has_cache_signal)
+		snprintf(kv, sizeof(kv), "block %u%s", w->kv_block_size, w->kv_bigram ? " bigram" : "");
+	else
+		snprintf(kv, sizeof(kv), "no cache signal");
+	printf("%4u %5u %-8s %-7s %-9s %3u %-5s %-20s %s\n", slot, w->generation,
+	       NAME_OF(state_names, w->state), NAME_OF(role_names, w->role),
+	       w->healthy ? "healthy" : "unhealthy", w->dp_size, w->bootstrap_port ? "yes" : "-", kv,
+	       w->id);
+}
+
+static int cmd_workers(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
+	if (!o->json)
+		printf("%4s %5s %-8s %-7s %-9s %3s %-5s %-20s %s\n", "SLOT", "GEN", "STATE", "ROLE",
+		       "HEALTH", "DP", "BOOT", "KV", "WORKER");
+	for_each_worker(r, worker_row, &c);
+	if (o->json) {
+		json_t *t = json_object();
+		json_object_set_new(t, "workers", c.arr);
+		return emit_json(t);
+	}
+	if (c.n == 0)
+		printf("(no workers)\n");
+	return 0;
+}
+
+/* ---- load --------------------------------------------------------------- */
+
+static json_t *maybe_u64(bool known, uint64_t v)
+{
+	return known ? json_integer((json_int_t)v) : json_null();
+}
+
+static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
+{
+	struct list_ctx *c = arg;
+	struct statebus_load_view v;
+	int rc = statebus_load_view(c->r, slot, c->now, &v);
+	bool fresh = rc == SY_OK && v.status == STATEBUS_LOAD_FRESH;
+	c->n++;
+	if (c->arr == NULL) {
+		if (fresh)
+			printf("%4u %-7s %7" PRIu64 " %7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %-6s %s\n",
+			       slot, "fresh", v.num_running_reqs, v.num_waiting_reqs, v.num_tokens,
+			       v.max_total_num_tokens, v.native ? "v3" : "basic", w->id);
+		else
+			printf("%4u %-7s %7s %7s %10s %10s %-6s %s\n", slot,
+			       NAME_OF(load_reason_names, v.reason), "?", "?", "?", "?", "-", w->id);
+		return;
+	}
+	json_t *e = json_object();
+	json_object_set_new(e, "worker", json_string(w->id));
+	json_object_set_new(e, "slot", json_integer(slot));
+	json_object_set_new(e, "fresh", json_boolean(fresh));
+	json_object_set_new(e, "unknown_reason",
+			    fresh ? json_null() : json_string(NAME_OF(load_reason_names, v.reason)));
+	json_object_set_new(e, "num_running_reqs", maybe_u64(fresh, v.num_running_reqs));
+	json_object_set_new(e, "num_waiting_reqs", maybe_u64(fresh, v.num_waiting_reqs));
+	json_object_set_new(e, "num_used_tokens", maybe_u64(fresh, v.num_tokens));
+	json_object_set_new(e, "max_total_num_tokens", maybe_u64(fresh, v.max_total_num_tokens));
+	bool native = fresh && v.native;
+	json_object_set_new(e, "native", json_boolean(native));
+	json_object_set_new(e, "num_waiting_uncached_tokens",
+			    maybe_u64(native, v.num_waiting_uncached_tokens));
+	json_object_set_new(e, "num_total_tokens", maybe_u64(native, v.num_total_tokens));
+	json_object_set_new(e, "max_running_requests", maybe_u64(native, v.max_running_requests));
+	json_object_set_new(e, "prefill_tokens_per_s",
+			    fresh && v.has_throughput ? json_real(v.prefill_tokens_per_s) : json_null());
+	json_object_set_new(e, "captured_age_ms",
+			    maybe_u64(fresh, (c->now - v.captured_at_ns) / 1000000u));
+	json_t *ranks = json_array();
+	for (uint32_t k = 0; k < w->dp_size; k++) {
+		struct statebus_load_report rep;
+		int rr = statebus_load_read_rank(c->r, slot, k, &rep);
+		json_t *re = json_object();
+		json_object_set_new(re, "dp_rank", json_integer(k));
+		json_object_set_new(re, "state", json_string(rr == SY_OK       ? "reported"
+							     : rr == SY_ESTALE ? "torn"
+									       : "missing"));
+		if (rr == SY_OK) {
+			json_object_set_new(re, "age_ms", json_integer((json_int_t)((c->now - rep.recv_mono_ns) / 1000000u)));
+			json_object_set_new(re, "num_running_reqs", json_integer(rep.num_running_reqs));
+			json_object_set_new(re, "num_waiting_reqs", json_integer(rep.num_waiting_reqs));
+			json_object_set_new(re, "num_used_tokens", json_integer(rep.num_tokens));
+			json_object_set_new(re, "max_total_num_tokens", json_integer(rep.max_total_num_tokens));
+			json_object_set_new(re, "v3", json_boolean(rep.flags & STATEBUS_LOAD_HAS_V3));
+		}
+		json_array_append_new(ranks, re);
+	}
+	json_object_set_new(e, "ranks", ranks);
+	json_array_append_new(c->arr, e);
+}
+
+static int cmd_load(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
+	if (!o->json)
+		printf("%4s %-7s %7s %7s %10s %10s %-6s %s\n", "SLOT", "LOAD", "RUNNING", "WAITING",
+		       "TOKENS", "MAX_TOKENS", "VIEW", "WORKER");
+	for_each_worker(r, load_row, &c);
+	if (o->json) {
+		json_t *t = json_object();
+		json_object_set_new(t, "workers", c.arr);
+		return emit_json(t);
+	}
+	if (c.n == 0)
+		printf("(no workers)\n");
+	return 0;
+}
+
+/* ---- inflight ----------------------------------------------------------- */
+
+static void inflight_row(uint32_t slot, const struct statebus_worker *w, void *arg)
+{
+	struct list_ctx *c = arg;
+	int64_t in_flight = 0;
+	uint64_t dispatches = 0;
+	statebus_inflight_sum(c->r, slot, &in_flight, &dispatches);
+	c->n++;
+	if (c->arr == NULL) {
+		printf("%4u %9" PRId64 " %10" PRIu64 " %s\n", slot, in_flight, dispatches, w->id);
+		return;
+	}
+	struct statebus_header_info h;
+	statebus_region_info(c->r, &h);
+	json_t *e = json_object();
+	json_object_set_new(e, "worker", json_string(w->id));
+	json_object_set_new(e, "slot", json_integer(slot));
+	json_object_set_new(e, "in_flight", json_integer(in_flight));
+	json_object_set_new(e, "dispatches", json_integer((json_int_t)dispatches));
+	json_t *rows = json_array();
+	for (uint32_t p = 0; p < h.params.max_procs; p++) {
+		struct statebus_inflight_info cell;
+		if (statebus_inflight_read(c->r, p, slot, &cell) != SY_OK ||
+		    (cell.in_flight == 0 && cell.dispatches == 0))
+			continue;
+		struct statebus_proc_info pi;
+		statebus_proc_read(c->r, p, &pi);
+		json_t *re = json_object();
+		json_object_set_new(re, "proc", json_integer(p));
+		json_object_set_new(re, "pid", pi.pid ? json_integer(pi.pid) : json_null());
+		json_object_set_new(re, "in_flight", json_integer(cell.in_flight));
+		json_object_set_new(re, "dispatches", json_integer((json_int_t)cell.dispatches));
+		json_object_set_new(re, "last_dispatch_age_ms",
+				    cell.last_dispatch_ns
+					    ? json_integer((json_int_t)((c->now - cell.last_dispatch_ns) / 1000000u))
+					    : json_null());
+		json_array_append_new(rows, re);
+	}
+	json_object_set_new(e, "rows", rows);
+	json_array_append_new(c->arr, e);
+}
+
+static int cmd_inflight(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
+	if (!o->json)
+		printf("%4s %9s %10s %s\n", "SLOT", "IN_FLIGHT", "DISPATCHES", "WORKER");
+	for_each_worker(r, inflight_row, &c);
+	if (o->json) {
+		json_t *t = json_object();
+		json_object_set_new(t, "workers", c.arr);
+		return emit_json(t);
+	}
+	if (c.n == 0)
+		printf("(no workers)\n");
+	return 0;
+}
+
+/* ---- readers ------------------------------------------------------------ */
+
+static bool pid_alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static int cmd_readers(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct statebus_header_info h;
+	statebus_region_info(r, &h);
+	json_t *arr = o->json ? json_array() : NULL;
+	uint64_t now = sy_mono_ns();
+	unsigned n = 0;
+	if (!o->json)
+		printf("global epoch %" PRIu64 "\n%4s %8s %-8s %-5s %12s %s\n", h.global_epoch, "SLOT",
+		       "PID", "ROLE", "ALIVE", "EPOCH", "CLAIMED_AGE_S");
+	for (uint32_t p = 0; p < h.params.max_procs; p++) {
+		struct statebus_proc_info pi;
+		if (statebus_proc_read(r, p, &pi) != SY_OK || pi.pid == 0)
+			continue;
+		n++;
+		bool alive = pid_alive(pi.pid);
+		uint64_t age_ms = pi.claimed_mono_ns ? (now - pi.claimed_mono_ns) / 1000000u : 0;
+		if (arr == NULL) {
+			char ep[24];
+			if (pi.epoch == STATEBUS_EPOCH_IDLE)
+				snprintf(ep, sizeof(ep), "idle");
+			else
+				snprintf(ep, sizeof(ep), "%" PRIu64, pi.epoch);
+			printf("%4u %8d %-8s %-5s %12s %" PRIu64 "\n", p, pi.pid,
+			       NAME_OF(proc_role_names, pi.role), alive ? "yes" : "NO", ep,
+			       age_ms / 1000u);
+			continue;
+		}
+		json_t *e = json_object();
+		json_object_set_new(e, "slot", json_integer(p));
+		json_object_set_new(e, "pid", json_integer(pi.pid));
+		json_object_set_new(e, "role", json_string(NAME_OF(proc_role_names, pi.role)));
+		json_object_set_new(e, "start_time", json_integer((json_int_t)pi.start_time));
+		json_object_set_new(e, "alive", json_boolean(alive));
+		json_object_set_new(e, "epoch", pi.epoch == STATEBUS_EPOCH_IDLE
+							? json_null()
+							: json_integer((json_int_t)pi.epoch));
+		json_object_set_new(e, "claimed_age_ms", json_integer((json_int_t)age_ms));
+		json_array_append_new(arr, e);
+	}
+	if (arr) {
+		json_t *t = json_object();
+		json_object_set_new(t, "global_epoch", json_integer((json_int_t)h.global_epoch));
+		json_object_set_new(t, "readers", arr);
+		return emit_json(t);
+	}
+	if (n == 0)
+		printf("(no process slots claimed)\n");
+	return 0;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int parse_u32(const char *flag, const char *s, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *s == '\0' || *end != '\0' || v > UINT32_MAX || s[0] == '-') {
+		fprintf(stderr, "syctl: %s: expected a non-negative integer, got '%s'\n", flag, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct syctl_opts o = {.shm = STATEBUS_DEFAULT_PATH};
+	memset(&o.params, 0, sizeof(o.params));
+	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE };
+	static const struct option longopts[] = {
+		{"shm", required_argument, NULL, 's'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{"max-workers", required_argument, NULL, OPT_MAX_WORKERS},
+		{"max-dp-ranks", required_argument, NULL, OPT_MAX_RANKS},
+		{"max-procs", required_argument, NULL, OPT_MAX_PROCS},
+		{"arena-blocks", required_argument, NULL, OPT_BLOCKS},
+		{"arena-block-size", required_argument, NULL, OPT_BLOCK_SIZE},
+		{NULL, 0, NULL, 0},
+	};
+	int c, li = -1;
+	bool create_opts = false;
+	/* GNU getopt permutes: options may come before or after the command. */
+	while ((c = getopt_long(argc, argv, "s:jh", longopts, &li)) != -1) {
+		int bad = 0;
+		uint32_t *dst = NULL;
+		switch (c) {
+		case 's': o.shm = optarg; break;
+		case 'j': o.json = true; break;
+		case 'h': usage(stdout); return 0;
+		case OPT_MAX_WORKERS: dst = &o.params.max_workers; break;
+		case OPT_MAX_RANKS: dst = &o.params.max_dp_ranks; break;
+		case OPT_MAX_PROCS: dst = &o.params.max_procs; break;
+		case OPT_BLOCKS: dst = &o.params.arena_block_count; break;
+		case OPT_BLOCK_SIZE: dst = &o.params.arena_block_size; break;
+		default: usage(stderr); return 2;
+		}
+		if (dst != NULL) {
+			bad = parse_u32(li >= 0 ? longopts[li].name : "option", optarg, dst);
+			create_opts = true;
+		}
+		if (bad)
+			return 2;
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "syctl: unexpected argument '%s'\n", argv[optind + 1]);
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = optind < argc ? argv[optind] : NULL;
+	if (cmd == NULL) {
+		usage(stderr);
+		return 2;
+	}
+	if (create_opts && strcmp(cmd, "create") != 0) {
+		fprintf(stderr, "syctl: capacity options only apply to 'create'\n");
+		return 2;
+	}
+
+	if (strcmp(cmd, "destroy") == 0) {
+		int rc = statebus_region_destroy(o.shm);
+		if (rc != SY_OK) {
+			fprintf(stderr, "syctl: destroy %s: %s\n", o.shm, sy_strerror(rc));
+			return 1;
+		}
+		if (o.json)
+			return emit_json(json_pack("{s:s,s:b}", "path", o.shm, "destroyed", 1));
+		printf("destroyed %s\n", o.shm);
+		return 0;
+	}
+
+	static const struct { const char *name; int (*fn)(struct statebus_region *, const struct syctl_opts *); } cmds[] = {
+		{"create", cmd_header}, {"header", cmd_header},	  {"workers", cmd_workers},
+		{"load", cmd_load},	{"inflight", cmd_inflight}, {"readers", cmd_readers},
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(cmd, cmds[i].name) != 0)
+			continue;
+		struct statebus_region *r;
+		if (open_region(&o, strcmp(cmd, "create") == 0 ? STATEBUS_CREATE : STATEBUS_ATTACH_ONLY, &r))
+			return 1;
+		int rc = cmds[i].fn(r, &o);
+		statebus_region_close(r);
+		return rc;
+	}
+	fprintf(stderr, "syctl: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}
