@@ -5,7 +5,7 @@ shared/reference/sglang-wire.md: frames and dense seqs (§2), batch and both eve
 encodings (§4-5), coalescing (§8), the SHA-256 block-hash chain (§11, recomputed
 here with hashlib), LoadStat V3 (§12), replay in both answer forms (§3), gaps
 from --skip-seq-every, END_SEQ on restart and on shutdown."""
-import hashlib, json, os, struct, subprocess, sys, tempfile, time, urllib.request
+import glob, hashlib, json, os, shutil, struct, subprocess, sys, tempfile, time, urllib.request
 
 import msgpack
 import zmq
@@ -16,8 +16,14 @@ BS = 4
 ctx = zmq.Context.instance()
 
 
+ACTIVE = []  # fleet dirs still running: their logs are shown on failure
+
+
 def fail(msg):
     print("FAIL:", msg, file=sys.stderr)
+    for d in ACTIVE:
+        for log in glob.glob(os.path.join(d, "*.log")):
+            print(f"--- {log}", open(log).read()[-3000:], sep="\n", file=sys.stderr)
     sys.exit(1)
 
 
@@ -34,6 +40,13 @@ def fleet(d, *extra):
 
 def stop(d):
     subprocess.run([FLEET, "stop", "--dir", d], check=True, timeout=30)
+    # a sanitizer report in a mock's log fails the test
+    for log in glob.glob(os.path.join(d, "*.log")):
+        text = open(log).read()
+        if "Sanitizer" in text or "runtime error" in text:
+            fail(f"sanitizer report in {log}:\n{text[-3000:]}")
+    ACTIVE.remove(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def post(url, path, body, headers=None):
@@ -133,6 +146,7 @@ def norm(ev, enc):
 
 def run(enc, frames):
     d = tempfile.mkdtemp(prefix="sy-mock-ev-")
+    ACTIVE.append(d)
     m = fleet(d, "--block-size", str(BS), "--cache-tokens", "128", "--event-encoding", enc,
               "--replay-frames", str(frames), "--load-interval-ms", "200")
     url, kv, load, replay = m["url"], m["kv_port"], m["load_port"], m["replay_port"]

@@ -5,13 +5,19 @@ an OpenAI-style error; fault switches (fail-rate, stall, drop mid-stream and
 mid-body); the timing model (queue behind --max-running, serial prefill, decode
 pacing); PD: decode waits for the prefill of its bootstrap_room, times out
 without one; info routes."""
-import http.client, json, os, subprocess, sys, tempfile, threading, time, urllib.error, urllib.request
+import glob, http.client, json, os, shutil, subprocess, sys, tempfile, threading, time, urllib.error, urllib.request
 
 FLEET, BIN = sys.argv[1], sys.argv[2]
 
 
+ACTIVE = []  # fleet dirs still running: their logs are shown on failure
+
+
 def fail(msg):
     print("FAIL:", msg, file=sys.stderr)
+    for d in ACTIVE:
+        for log in glob.glob(os.path.join(d, "*.log")):
+            print(f"--- {log}", open(log).read()[-3000:], sep="\n", file=sys.stderr)
     sys.exit(1)
 
 
@@ -22,6 +28,7 @@ def check(cond, msg):
 
 def start(*args, **kw):
     d = tempfile.mkdtemp(prefix="sy-mock-http-")
+    ACTIVE.append(d)
     cmd = [FLEET, "start", "--dir", d, "--bin", BIN]
     for k, v in kw.items():
         cmd += ["--" + k, str(v)]
@@ -31,6 +38,13 @@ def start(*args, **kw):
 
 def stop(d):
     subprocess.run([FLEET, "stop", "--dir", d], check=True, timeout=30)
+    # a sanitizer report in a mock's log fails the test
+    for log in glob.glob(os.path.join(d, "*.log")):
+        text = open(log).read()
+        if "Sanitizer" in text or "runtime error" in text:
+            fail(f"sanitizer report in {log}:\n{text[-3000:]}")
+    ACTIVE.remove(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def req(url, path, body=None, raw=None, method=None):

@@ -83,3 +83,9 @@ try {
 console.log("ok: openai client against", process.env.MOCK_URL);
 JS
 OPENAI_DIR="$cache/node_modules/openai" MOCK_URL=$url timeout 60 /usr/bin/node "$dir/client.mjs"
+"$fleet" stop --dir "$dir"
+if grep -l "Sanitizer\|runtime error" "$dir"/*.log >&2; then
+  cat "$dir"/*.log >&2
+  echo "FAIL: sanitizer report in the mock's log" >&2
+  exit 1
+fi

@@ -91,6 +91,7 @@ struct mock_rank {
 	struct kvev_batch batch;      /* events of the current step */
 	bool has_kv, has_load;
 	struct mock_pub kv, load;
+	h2o_socket_t *replay_watch;   /* dup of the ROUTER's ZMQ_FD in the loop */
 	struct mreq *wait_head, *wait_tail;
 	int64_t n_waiting, n_running, n_pd_wait;
 	int64_t waiting_uncached;     /* Σ estimated uncached tokens of waiting */
