@@ -71,7 +71,6 @@ struct mock_config {
 	unsigned skip_seq_every;     /* 0 = off */
 	uint64_t seed;
 	int load_interval_ms;        /* idle LoadStat resend (1000) */
-	bool cache_output;           /* also cache output pages at finish */
 };
 
 /* Fault switches, changeable at run time (POST /mock/faults). */
