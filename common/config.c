@@ -372,6 +372,7 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		memset(err, 0, sizeof(*err));
 	rc = cfg->worker_urls_from_flags ? flag_fleet(cfg, err) : merge_file_fleet(cfg, err);
 	sy_cfg_clear_list(root_field("worker_urls"), cfg);
+	cfg->worker_urls_from_flags = false; /* the fleet is built: a second finish keeps it */
 	if (rc != SY_OK)
 		return rc;
 

@@ -92,7 +92,8 @@ int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char 
  * empty. Fills each worker's model from model_id, statebus.control_endpoint
  * from "ipc://<state.shm_path>.ctl" when absent, and checks: no two workers
  * with one ID (the message gives both lines), tokenizer.kind hf needs
- * tokenizer.path, query_endpoint differs from control_endpoint. Call once.
+ * tokenizer.path, query_endpoint differs from control_endpoint. Calling it
+ * again (e.g. after a later flag) keeps the fleet built by the first call.
  * Returns 0, SY_ECONFIG or SY_ENOMEM. */
 int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err);
 

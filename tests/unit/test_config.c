@@ -553,6 +553,10 @@ START_TEST(test_worker_urls_flag_repeats_splits_and_replaces_the_file_fleet)
 	ck_assert_int_eq(cfg.workers[0].role, SY_ROLE_PLAIN);
 	ck_assert_str_eq(cfg.workers[0].model, "default-model");
 	ck_assert_uint_eq(cfg.n_worker_urls, 0);
+	/* A second finish keeps the fleet built by the first. */
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_OK);
+	ck_assert_uint_eq(cfg.n_workers, 3);
+	ck_assert_str_eq(cfg.workers[2].url, "http://a:1");
 }
 END_TEST
 
