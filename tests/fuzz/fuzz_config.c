@@ -3,9 +3,9 @@
  * Input: YAML, optionally followed by "\n%%\n" and flag lines
  * "SECTION --flag [VALUE]" ("-" for the top-level section). Loads the YAML
  * over the defaults, applies the flags, finishes; then checks the loader's
- * promises: a failure returns a negative sy_err that matches err.code with a non-empty message; a success
- * leaves a complete fleet (normalised URL and model on every worker) and a
- * control endpoint. Everything is freed (LeakSanitizer checks that).
+ * promises: a failure returns a negative sy_err that matches err.code with a
+ * non-empty message; a success leaves a complete fleet (normalised URL and
+ * model on every worker) and a control endpoint. Everything is freed (LeakSanitizer checks that).
  */
 #include <stdlib.h>
 #include <string.h>
