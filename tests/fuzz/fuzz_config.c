@@ -5,7 +5,8 @@
  * over the defaults, applies the flags, finishes; then checks the loader's
  * promises: a failure returns a negative sy_err that matches err.code with a
  * non-empty message; a success leaves a complete fleet (normalised URL and
- * model on every worker) and a control endpoint. Everything is freed (LeakSanitizer checks that).
+ * model on every worker) and a control endpoint. Everything is freed
+ * (LeakSanitizer checks that).
  */
 #include <stdlib.h>
 #include <string.h>
