@@ -7,7 +7,7 @@ syctl=$1 fixture=$2
 shm=/dev/shm/sy-test-syctl-$$
 py=/usr/bin/python3
 fix_pid=""
-cleanup() { [ -n "$fix_pid" ] && kill "$fix_pid" 2>/dev/null; rm -f "$shm" "$shm.bad"; }
+cleanup() { if [ -n "$fix_pid" ]; then kill "$fix_pid" 2>/dev/null || true; fi; rm -f "$shm" "$shm.bad"; }
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
