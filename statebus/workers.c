@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "common/url.h"
 #include "sb-int.h"
 
 uint32_t statebus_workers_capacity(const struct statebus_region *r)
@@ -28,21 +29,13 @@ int statebus_worker_id_normalise(const char *url, char *out, size_t cap)
 {
 	if (url == NULL || out == NULL || cap == 0)
 		return SY_EINVAL;
-	const char *sep = strstr(url, "://");
-	if (sep == NULL || sep == url)
-		return SY_EINVAL;
-	size_t len = strlen(url);
-	while (len > (size_t)(sep - url) + 3 && url[len - 1] == '/')
-		len--;
-	if (len + 1 > cap)
+	/* One normaliser for the whole project (common/url.c): the config
+	 * loader, routers and the statebus must agree on worker IDs. */
+	const char *why = NULL;
+	int n = sy_url_normalize(url, strlen(url), out, cap, &why);
+	if (n == SY_ENOSPC)
 		return SY_ERANGE;
-	/* scheme and authority (up to the first '/' after "://") lower-cased */
-	const char *host_end = memchr(sep + 3, '/', len - (size_t)(sep + 3 - url));
-	size_t lower_to = host_end ? (size_t)(host_end - url) : len;
-	for (size_t i = 0; i < len; i++)
-		out[i] = i < lower_to ? (char)tolower((unsigned char)url[i]) : url[i];
-	out[len] = '\0';
-	return SY_OK;
+	return n < 0 ? n : SY_OK;
 }
 
 /* Copies the facts of w into the record (not id, state, generation), with

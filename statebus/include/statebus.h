@@ -206,7 +206,8 @@ uint32_t statebus_arena_block_size(const struct statebus_region *r);
 /* Workers (workers.c)                                                      */
 
 /* Normalises a worker URL into its stable ID (DESIGN §3): lower-case scheme
- * and host, no trailing '/'. Errors: SY_EINVAL (no "scheme://"), SY_ERANGE
+ * and host, no trailing '/' — the same rule as sy_url_normalize() (common/url.h),
+ * which it calls. Errors: SY_EINVAL (not an http(s) URL, reason as there), SY_ERANGE
  * (does not fit in cap bytes incl. NUL). */
 int statebus_worker_id_normalise(const char *url, char *out, size_t cap);
 

@@ -1,0 +1,127 @@
+/* config-t.h — the types of switchyard's configuration (functions: config.h).
+ *
+ * One struct sy_config holds everything both daemons read from the YAML file
+ * (`--config FILE`, DESIGN.md §5) and from their flags. Each nested struct is
+ * one YAML mapping; each member's name is its YAML key (the schema tables in
+ * config.c take the key from the member name). Units are in the key names
+ * (_secs, _ms, _bytes). Ownership: the struct owns every string and array
+ * reachable from it; only sy_config_free() releases them. A NULL string or a
+ * 0 integer documented as "absent" means the key was not given.
+ *
+ * Sections still to come, each added as a table row plus a struct here:
+ * `buckets` (the buckets/engine-groups issue) and `policy` (the policies and
+ * admission issue).
+ */
+#ifndef SY_COMMON_CONFIG_T_H
+#define SY_COMMON_CONFIG_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a value or mapping came from: 1-based line and column in the file
+ * named by sy_config.source; {0, 0} when it came from a flag or a default. */
+struct sy_config_mark {
+	uint32_t line;
+	uint32_t col;
+};
+
+/* A failed load, flag or check. `msg` is the whole, printable message:
+ *   "FILE:LINE:COL: KEY.PATH: reason"   (from the YAML file)
+ *   "--flag: reason"                    (from a flag)
+ *   "KEY.PATH: reason"                  (a cross-field check on flag values)
+ * Key paths are dotted with 0-based sequence indexes:
+ * "workers[1].kv_events.block_size". */
+struct sy_config_error {
+	int code;            /* 0, or the sy_err code the function returned */
+	uint32_t line, col;  /* 1-based position; 0 when not from the file */
+	char key[160];       /* key path or flag ("" when none applies) */
+	char msg[512];       /* NUL-terminated, truncated to fit */
+};
+
+enum sy_worker_role {
+	SY_ROLE_PLAIN = 0,   /* serves whole requests */
+	SY_ROLE_PREFILL = 1, /* PD disaggregation: prefill stage */
+	SY_ROLE_DECODE = 2,  /* PD disaggregation: decode stage */
+};
+
+enum sy_tokenizer_kind {
+	SY_TOKENIZER_BYTES = 0, /* token = UTF-8 byte value */
+	SY_TOKENIZER_HF = 1,    /* HF tokenizer.json under tokenizer.path */
+	SY_TOKENIZER_OFF = 2,   /* no tokenization: body-size estimate */
+};
+
+/* workers[].kv_events: per-worker KV-event facts that /server_info does not
+ * give (SGLang --kv-events-config, reference/sglang-wire.md). 0 / NULL: not
+ * given (discovered, or derived from the worker URL). */
+struct sy_config_kv_events {
+	char *endpoint_host;         /* host of the engine's ZMQ PUB sockets */
+	int endpoint_port_base;      /* port of DP rank 0; rank r at base + r */
+	char *topic;                 /* ZMQ subscription topic */
+	int block_size;              /* tokens per KV block (page size) */
+	int dp_size;                 /* data-parallel ranks */
+	int replay_port_base;        /* replay ROUTER socket of rank 0 */
+	int load_endpoint_port_base; /* LoadStat PUB socket of rank 0 */
+};
+
+/* One static worker (an entry of `workers`, or a `worker_urls` item). */
+struct sy_config_worker {
+	char *url;                /* normalised (sy_url_normalize): the worker ID */
+	int role;                 /* enum sy_worker_role */
+	char *model;              /* NULL until sy_config_finish() fills model_id */
+	int bootstrap_port;       /* PD bootstrap port, 1..65535; 0 absent */
+	struct sy_config_kv_events kv_events;
+	struct sy_config_mark mark; /* the entry's mapping */
+};
+
+struct sy_config_log {
+	int level;  /* enum sy_log_level (debug|info|warn|error|off) */
+	int format; /* enum sy_log_format (text|json) */
+};
+
+struct sy_config_state {
+	char *shm_path; /* the state-plane region file */
+};
+
+struct sy_config_tokenizer {
+	int kind;   /* enum sy_tokenizer_kind */
+	char *path; /* directory with tokenizer.json; NULL absent */
+	struct sy_config_mark mark;
+};
+
+struct sy_config_router {
+	char *host;                /* listen address */
+	int port;                  /* listen port, 1..65535 */
+	int processes;             /* worker processes under the master */
+	int request_timeout_secs;  /* whole-request upstream timeout */
+	int shutdown_drain_secs;   /* drain time on SIGTERM */
+	uint64_t max_body_bytes;   /* request bodies above → 413 */
+	struct sy_config_tokenizer tokenizer;
+	char *access_log;          /* file path; NULL: no access log */
+	char *admin_api_key;       /* bearer key of the admin API; NULL: admin API off */
+};
+
+struct sy_config_statebus {
+	char *control_endpoint;  /* ZMQ REP; default "ipc://<state.shm_path>.ctl" */
+	char *query_endpoint;    /* ZMQ ROUTER for remote prefix queries; NULL off */
+	int health_interval_ms;  /* worker health probe period */
+};
+
+struct sy_config {
+	char *model_id;                  /* model of workers that name none */
+	struct sy_config_log log;
+	struct sy_config_state state;
+	struct sy_config_worker *workers; /* the static fleet, n_workers entries */
+	size_t n_workers;
+	char **worker_urls;              /* SGLang-style shorthand for plain workers; */
+	struct sy_config_mark *worker_url_marks; /* merged into workers by finish */
+	size_t n_worker_urls;
+	struct sy_config_router router;
+	struct sy_config_statebus statebus;
+	/* buckets: added by the buckets issue; policy: by the policies issue. */
+
+	char *source;                    /* name of the last file loaded, or NULL */
+	bool worker_urls_from_flags;     /* --worker-urls given: it names the fleet */
+};
+
+#endif

@@ -1,0 +1,411 @@
+/* config.c — switchyard's configuration schema and its life cycle.
+ *
+ * The schema is data: one sy_cfg_section per struct of config-t.h, one row
+ * per key, built with the SY_CFG_*_F macros of config_schema.h (key = member
+ * name, so the C names and the YAML keys cannot drift apart). A later issue
+ * adds its section (buckets, policy) as a struct in config-t.h, a field
+ * array here and one row in root_fields — the loader, the flags, defaults
+ * and freeing follow from the tables. Loading is config_yaml.c, flags are
+ * config_flags.c; this file holds the tables, file reading and
+ * sy_config_finish() (derived defaults and cross-field checks).
+ */
+#include "common/config.h"
+#include "common/config_schema.h"
+#include "common/errors.h"
+#include "common/url.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- value hooks -------------------------------------------------------- */
+
+static int hook_worker_url(const char *in, size_t len, char **out, const char **why)
+{
+	char *buf = malloc(len + 1);
+	if (buf == NULL)
+		return SY_ENOMEM;
+	int rc = sy_url_normalize(in, len, buf, len + 1, why);
+	if (rc < 0) {
+		free(buf);
+		return rc == SY_ENOSPC ? SY_ENOMEM : rc; /* cannot happen: cap = len + 1 */
+	}
+	*out = buf;
+	return SY_OK;
+}
+
+/* ZeroMQ endpoints: transport ipc, tcp or inproc, and something after it. */
+static int hook_zmq_endpoint(const char *in, size_t len, char **out, const char **why)
+{
+	static const char *const schemes[] = {"ipc://", "tcp://", "inproc://"};
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		size_t n = strlen(schemes[i]);
+		if (len > n && memcmp(in, schemes[i], n) == 0) {
+			if ((*out = strndup(in, len)) == NULL)
+				return SY_ENOMEM;
+			return SY_OK;
+		}
+	}
+	*why = "must be a ZeroMQ endpoint (ipc://PATH, tcp://HOST:PORT or inproc://NAME)";
+	return SY_EINVAL;
+}
+
+/* ---- the schema ---------------------------------------------------------- */
+
+static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
+static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
+/* Same order as enum sy_log_level / sy_log_format (common/log.h). */
+static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
+static const char *const log_format_names[] = {"text", "json", NULL};
+
+#define KV struct sy_config_kv_events
+static const struct sy_cfg_field kv_fields[] = {
+	SY_CFG_STR_F(KV, endpoint_host, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_INT_F(KV, endpoint_port_base, 1, 65535, 0, SY_CFG_NULLABLE),
+	SY_CFG_STR_F(KV, topic, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_INT_F(KV, block_size, 1, 1 << 20, 0, SY_CFG_NULLABLE),
+	SY_CFG_INT_F(KV, dp_size, 1, 1024, 0, SY_CFG_NULLABLE),
+	SY_CFG_INT_F(KV, replay_port_base, 1, 65535, 0, SY_CFG_NULLABLE),
+	SY_CFG_INT_F(KV, load_endpoint_port_base, 1, 65535, 0, SY_CFG_NULLABLE),
+};
+static const struct sy_cfg_section kv_section =
+	SY_CFG_SECTION("kv_events", KV, SY_CFG_NO_OFF, kv_fields);
+#undef KV
+
+#define W struct sy_config_worker
+static const struct sy_cfg_field worker_fields[] = {
+	SY_CFG_STR_F(W, url, NULL, SY_CFG_REQUIRED, hook_worker_url),
+	SY_CFG_ENUM_F(W, role, role_names, SY_ROLE_PLAIN),
+	SY_CFG_STR_F(W, model, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_INT_F(W, bootstrap_port, 1, 65535, 0, SY_CFG_NULLABLE),
+	SY_CFG_MAP_F(W, kv_events, kv_section),
+};
+static const struct sy_cfg_section worker_section =
+	SY_CFG_SECTION("worker", W, offsetof(W, mark), worker_fields);
+#undef W
+
+#define L struct sy_config_log
+static const struct sy_cfg_field log_fields[] = {
+	SY_CFG_ENUM_F(L, level, log_level_names, 1 /* info */),
+	SY_CFG_ENUM_F(L, format, log_format_names, 0 /* text */),
+};
+static const struct sy_cfg_section log_section =
+	SY_CFG_SECTION("log", L, SY_CFG_NO_OFF, log_fields);
+#undef L
+
+#define S struct sy_config_state
+static const struct sy_cfg_field state_fields[] = {
+	SY_CFG_STR_F(S, shm_path, "/dev/shm/switchyard", 0, NULL),
+};
+static const struct sy_cfg_section state_section =
+	SY_CFG_SECTION("state", S, SY_CFG_NO_OFF, state_fields);
+#undef S
+
+#define T struct sy_config_tokenizer
+static const struct sy_cfg_field tokenizer_fields[] = {
+	SY_CFG_ENUM_F(T, kind, tokenizer_names, SY_TOKENIZER_BYTES),
+	SY_CFG_STR_F(T, path, NULL, SY_CFG_NULLABLE, NULL),
+};
+static const struct sy_cfg_section tokenizer_section =
+	SY_CFG_SECTION("tokenizer", T, offsetof(T, mark), tokenizer_fields);
+#undef T
+
+#define R struct sy_config_router
+static const struct sy_cfg_field router_fields[] = {
+	SY_CFG_STR_F(R, host, "127.0.0.1", 0, NULL),
+	SY_CFG_INT_F(R, port, 1, 65535, 30000, 0),
+	SY_CFG_INT_F(R, processes, 1, 256, 1, 0),
+	SY_CFG_INT_F(R, request_timeout_secs, 1, 86400, 300, 0),
+	SY_CFG_INT_F(R, shutdown_drain_secs, 0, 3600, 30, 0),
+	SY_CFG_U64_F(R, max_body_bytes, 1, 1ull << 32, 32ull << 20),
+	SY_CFG_MAP_F(R, tokenizer, tokenizer_section),
+	SY_CFG_STR_F(R, access_log, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, NULL),
+};
+static const struct sy_cfg_section router_section =
+	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);
+#undef R
+
+#define B struct sy_config_statebus
+static const struct sy_cfg_field statebus_fields[] = {
+	SY_CFG_STR_F(B, control_endpoint, NULL, SY_CFG_NULLABLE, hook_zmq_endpoint),
+	SY_CFG_STR_F(B, query_endpoint, NULL, SY_CFG_NULLABLE, hook_zmq_endpoint),
+	SY_CFG_INT_F(B, health_interval_ms, 10, 3600000, 1000, 0),
+};
+static const struct sy_cfg_section statebus_section =
+	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);
+#undef B
+
+#define C struct sy_config
+static const struct sy_cfg_field root_fields[] = {
+	SY_CFG_STR_F(C, model_id, "default-model", 0, NULL),
+	SY_CFG_MAP_F(C, log, log_section),
+	SY_CFG_MAP_F(C, state, state_section),
+	SY_CFG_SEQ_F(C, workers, n_workers, worker_section, SY_CONFIG_MAX_WORKERS),
+	SY_CFG_STRLIST_F(C, worker_urls, n_worker_urls, offsetof(C, worker_url_marks),
+			 SY_CONFIG_MAX_WORKERS, hook_worker_url),
+	SY_CFG_MAP_F(C, router, router_section),
+	SY_CFG_MAP_F(C, statebus, statebus_section),
+	/* buckets: the buckets/engine-groups issue adds its row here.
+	 * policy:  the policies/admission issue adds its row here. */
+};
+static const struct sy_cfg_section root_section =
+	SY_CFG_SECTION("config", C, SY_CFG_NO_OFF, root_fields);
+#undef C
+
+const struct sy_cfg_section *sy_config_schema(void) { return &root_section; }
+
+const char *sy_worker_role_name(int role)
+{
+	return role >= 0 && role <= SY_ROLE_DECODE ? role_names[role] : "unknown";
+}
+
+const char *sy_tokenizer_kind_name(int kind)
+{
+	return kind >= 0 && kind <= SY_TOKENIZER_OFF ? tokenizer_names[kind] : "unknown";
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+int sy_config_init_defaults(struct sy_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	return sy_cfg_defaults(&root_section, cfg);
+}
+
+void sy_config_free(struct sy_config *cfg)
+{
+	if (cfg == NULL)
+		return;
+	sy_cfg_free(&root_section, cfg);
+	free(cfg->source);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+static int set_source(struct sy_config *cfg, const char *name)
+{
+	char *s = strdup(name);
+	if (s == NULL)
+		return SY_ENOMEM;
+	free(cfg->source);
+	cfg->source = s;
+	return SY_OK;
+}
+
+int sy_config_load_string(struct sy_config *cfg, const char *name, const char *text,
+			  size_t len, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+
+	if (name == NULL)
+		name = "<string>";
+	if (err != NULL)
+		memset(err, 0, sizeof(*err));
+	if (set_source(cfg, name) != SY_OK) {
+		sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "%s: out of memory", name);
+		return SY_ENOMEM;
+	}
+	if (len > SY_CONFIG_MAX_BYTES) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, NULL, "%s: larger than %u bytes", name,
+			     SY_CONFIG_MAX_BYTES);
+		return SY_ECONFIG;
+	}
+	return sy_cfg_load_yaml(&root_section, cfg, cfg->source, text, len, err);
+}
+
+int sy_config_load_file(struct sy_config *cfg, const char *path, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	size_t cap = SY_CONFIG_MAX_BYTES + 1, len = 0;
+	int rc;
+
+	FILE *fp = fopen(path, "rb");
+	if (fp == NULL) {
+		sy_cfg_error(err, SY_EIO, NULL, none, NULL, "%s: cannot open: %s", path,
+			     strerror(errno));
+		return SY_EIO;
+	}
+	char *buf = malloc(cap);
+	if (buf == NULL) {
+		fclose(fp);
+		sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "%s: out of memory", path);
+		return SY_ENOMEM;
+	}
+	len = fread(buf, 1, cap, fp);
+	if (ferror(fp)) {
+		sy_cfg_error(err, SY_EIO, NULL, none, NULL, "%s: cannot read: %s", path,
+			     strerror(errno));
+		rc = SY_EIO;
+	} else {
+		rc = sy_config_load_string(cfg, path, buf, len, err);
+	}
+	free(buf);
+	fclose(fp);
+	return rc;
+}
+
+/* ---- finish: the fleet, derived defaults, cross-field checks --------------- */
+
+static const struct sy_cfg_field *root_field(const char *key)
+{
+	return sy_cfg_find(&root_section, key, strlen(key));
+}
+
+/* Position and key path of fleet entry i: workers[i] first, then worker_urls. */
+static void fleet_where(const struct sy_config *cfg, size_t i, struct sy_config_mark *m,
+			char *path, size_t cap)
+{
+	if (i < cfg->n_workers) {
+		*m = cfg->workers[i].mark;
+		snprintf(path, cap, "workers[%zu].url", i);
+	} else {
+		i -= cfg->n_workers;
+		*m = cfg->worker_url_marks[i];
+		snprintf(path, cap, "worker_urls[%zu]", i);
+	}
+}
+
+static const char *fleet_url(const struct sy_config *cfg, size_t i)
+{
+	return i < cfg->n_workers ? cfg->workers[i].url : cfg->worker_urls[i - cfg->n_workers];
+}
+
+/* Two entries of the file's fleet with one worker ID → error with both lines. */
+static int check_file_duplicates(struct sy_config *cfg, struct sy_config_error *err)
+{
+	size_t n = cfg->n_workers + cfg->n_worker_urls;
+	char path[64], first_path[64];
+	struct sy_config_mark m, first;
+
+	for (size_t j = 1; j < n; j++) {
+		for (size_t i = 0; i < j; i++) {
+			if (strcmp(fleet_url(cfg, i), fleet_url(cfg, j)) != 0)
+				continue;
+			fleet_where(cfg, i, &first, first_path, sizeof(first_path));
+			fleet_where(cfg, j, &m, path, sizeof(path));
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, m, path,
+				     "duplicate worker \"%s\" (first at line %u, %s)",
+				     fleet_url(cfg, j), (unsigned)first.line, first_path);
+			return SY_ECONFIG;
+		}
+	}
+	return SY_OK;
+}
+
+/* Fleet from the file: workers, then worker_urls as plain workers. */
+static int merge_file_fleet(struct sy_config *cfg, struct sy_config_error *err)
+{
+	const struct sy_cfg_field *wf = root_field("workers");
+	int rc = check_file_duplicates(cfg, err);
+	if (rc != SY_OK)
+		return rc;
+	for (size_t k = 0; k < cfg->n_worker_urls; k++) {
+		struct sy_config_worker *w = sy_cfg_seq_push(wf, cfg, &rc);
+		if (w == NULL) {
+			sy_cfg_error(err, rc, cfg->source, cfg->worker_url_marks[k], "worker_urls",
+				     rc == SY_ECONFIG ? "more than %d workers in all"
+						      : "out of memory (%d workers)",
+				     SY_CONFIG_MAX_WORKERS);
+			return rc;
+		}
+		w->url = cfg->worker_urls[k]; /* moved */
+		w->mark = cfg->worker_url_marks[k];
+		cfg->worker_urls[k] = NULL;
+	}
+	return SY_OK;
+}
+
+/* Fleet from --worker-urls: exactly those IDs; a file entry of the same ID
+ * lends its settings (role, model, bootstrap port, kv_events). */
+static int flag_fleet(struct sy_config *cfg, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	size_t n = cfg->n_worker_urls;
+	struct sy_config_worker *fleet = calloc(n ? n : 1, sizeof(*fleet));
+	int rc = SY_OK;
+
+	if (fleet == NULL) {
+		sy_cfg_error(err, SY_ENOMEM, NULL, none, "--worker-urls", "out of memory");
+		return SY_ENOMEM;
+	}
+	for (size_t k = 0; k < n && rc == SY_OK; k++) {
+		const char *url = cfg->worker_urls[k];
+		for (size_t i = 0; i < k; i++) {
+			if (strcmp(fleet[i].url, url) == 0) {
+				sy_cfg_error(err, SY_ECONFIG, NULL, none, "--worker-urls",
+					     "duplicate worker \"%s\"", url);
+				rc = SY_ECONFIG;
+				break;
+			}
+		}
+		if (rc != SY_OK)
+			break;
+		size_t i = 0;
+		while (i < cfg->n_workers &&
+		       (cfg->workers[i].url == NULL || strcmp(cfg->workers[i].url, url) != 0))
+			i++;
+		if (i < cfg->n_workers) {
+			fleet[k] = cfg->workers[i]; /* moved whole */
+			memset(&cfg->workers[i], 0, sizeof(cfg->workers[i]));
+			free(fleet[k].url);
+		} else if ((rc = sy_cfg_defaults(&worker_section, &fleet[k])) != SY_OK) {
+			sy_cfg_error(err, rc, NULL, none, "--worker-urls", "out of memory");
+		}
+		fleet[k].url = cfg->worker_urls[k]; /* moved */
+		cfg->worker_urls[k] = NULL;
+	}
+	/* The file's fleet goes; the new one (complete or not: entries never
+	 * reached are zeroed) is owned by cfg. */
+	sy_cfg_clear_list(root_field("workers"), cfg);
+	cfg->workers = fleet;
+	cfg->n_workers = n;
+	return rc;
+}
+
+int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	int rc;
+
+	if (err != NULL)
+		memset(err, 0, sizeof(*err));
+	rc = cfg->worker_urls_from_flags ? flag_fleet(cfg, err) : merge_file_fleet(cfg, err);
+	sy_cfg_clear_list(root_field("worker_urls"), cfg);
+	cfg->worker_urls_from_flags = false; /* the fleet is built: a second finish keeps it */
+	if (rc != SY_OK)
+		return rc;
+
+	for (size_t i = 0; i < cfg->n_workers; i++) {
+		struct sy_config_worker *w = &cfg->workers[i];
+		if (w->model == NULL && (w->model = strdup(cfg->model_id)) == NULL)
+			goto nomem;
+	}
+
+	if (cfg->statebus.control_endpoint == NULL) {
+		size_t n = strlen(cfg->state.shm_path) + sizeof("ipc://.ctl");
+		char *ep = malloc(n);
+		if (ep == NULL)
+			goto nomem;
+		snprintf(ep, n, "ipc://%s.ctl", cfg->state.shm_path);
+		cfg->statebus.control_endpoint = ep;
+	}
+
+	if (cfg->statebus.query_endpoint != NULL &&
+	    strcmp(cfg->statebus.query_endpoint, cfg->statebus.control_endpoint) == 0) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "statebus.query_endpoint",
+			     "must differ from statebus.control_endpoint");
+		return SY_ECONFIG;
+	}
+
+	if (cfg->router.tokenizer.kind == SY_TOKENIZER_HF && cfg->router.tokenizer.path == NULL) {
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, cfg->router.tokenizer.mark,
+			     "router.tokenizer.path", "required when router.tokenizer.kind is hf");
+		return SY_ECONFIG;
+	}
+	return SY_OK;
+
+nomem:
+	sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "out of memory");
+	return SY_ENOMEM;
+}

@@ -1,0 +1,112 @@
+/* config.h — the configuration of both daemons: YAML file + flags.
+ *
+ * Life of a configuration (DESIGN.md §5):
+ *   struct sy_config cfg;
+ *   struct sy_config_error err;
+ *   sy_config_init_defaults(&cfg);                        built-in defaults
+ *   sy_config_load_file(&cfg, path, &err);                --config FILE
+ *   sy_config_apply_flag(&cfg, "router", "--port", "8080", &err);  flags win
+ *   sy_config_finish(&cfg, &err);                         derived values, checks
+ *   ... use cfg (read-only; a reload builds a new one) ...
+ *   sy_config_free(&cfg);
+ * Every function reports failure as a negative sy_err (common/errors.h) and
+ * fills the caller's struct sy_config_error (may be NULL) with a printable
+ * message; none prints or exits. After any failure the config is still
+ * valid to free (possibly partly updated) and should not be used.
+ * Not thread-safe per struct; no global state.
+ *
+ * The schema (one YAML file for both daemons; member names = keys):
+ *   model_id: default-model
+ *   log:      {level: info, format: text}
+ *   state:    {shm_path: /dev/shm/switchyard}
+ *   workers:  [{url (required), role: plain|prefill|decode, model: <model_id>,
+ *               bootstrap_port, kv_events: {endpoint_host, endpoint_port_base,
+ *               topic, block_size, dp_size, replay_port_base,
+ *               load_endpoint_port_base}}]
+ *   worker_urls: [url, ...]        shorthand: plain workers with defaults
+ *   router:   {host: 127.0.0.1, port: 30000, processes: 1,
+ *              request_timeout_secs: 300, shutdown_drain_secs: 30,
+ *              max_body_bytes: 33554432, tokenizer: {kind: bytes, path},
+ *              access_log, admin_api_key}
+ *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
+ *              health_interval_ms: 1000}
+ */
+#ifndef SY_COMMON_CONFIG_H
+#define SY_COMMON_CONFIG_H
+
+#include <stddef.h>
+
+#include "common/config-t.h"
+
+#define SY_CONFIG_MAX_BYTES (1u << 20) /* largest configuration file / string */
+#define SY_CONFIG_MAX_WORKERS 1024     /* static fleet entries (workers + worker_urls) */
+
+/* Sets every key to its default. `cfg` is overwritten without being freed
+ * (pass an uninitialised or freed struct). Returns 0 or SY_ENOMEM (then cfg
+ * is freeable). */
+int sy_config_init_defaults(struct sy_config *cfg);
+
+/* Reads the YAML file at `path` (≤ SY_CONFIG_MAX_BYTES) over the values in
+ * `cfg` (normally the defaults): keys in the file replace them; a list in
+ * the file replaces the list. An empty file changes nothing. Records `path`
+ * in cfg->source for later messages. Returns 0; SY_EIO (cannot read);
+ * SY_EMALFORMED (YAML syntax); SY_ECONFIG (unknown or duplicate key, wrong
+ * type, out of range, missing required key, too large, anchors, aliases,
+ * tags, several documents, root not a mapping); SY_ENOMEM. Messages are
+ * "PATH:LINE:COL: key.path: reason". */
+int sy_config_load_file(struct sy_config *cfg, const char *path, struct sy_config_error *err);
+
+/* As sy_config_load_file() on `len` bytes of YAML at `text` (borrowed, need
+ * not be NUL-terminated), named `name` in messages ("<string>" when NULL). */
+int sy_config_load_string(struct sy_config *cfg, const char *name, const char *text,
+			  size_t len, struct sy_config_error *err);
+
+/* Maps a flag to its YAML key by DESIGN.md §5: the settled exceptions first
+ * (--shm → state.shm_path, --log-level → log.level, --tokenizer →
+ * router.tokenizer.kind, --worker-urls → worker_urls, ...), else the name
+ * without "--", '-' → '_', under `section` ("router", "statebus", "log",
+ * "state"; NULL or "" for top-level keys). Writes the dotted key to `key`
+ * (capacity `cap`). Returns 0 when the key exists in the schema; SY_ENOENT
+ * when it does not (the candidate key is still written); SY_EUNSUPPORTED for
+ * a legacy option (§11 of reference/policy-defaults.md; `key` gets the
+ * message naming its replacement); SY_EINVAL for a malformed flag or an
+ * unknown section; SY_ENOSPC when `cap` is too small. */
+int sy_config_flag_to_key(const char *section, const char *flag, char *key, size_t cap);
+
+/* Applies one command-line flag over `cfg`: `flag` is "--name" (or
+ * "--name=value" with value NULL), `value` its argument (NULL for a bare
+ * boolean flag, which means true). The value goes through the same typed
+ * parser as the YAML value. --worker-urls may repeat and each value may list
+ * several URLs separated by commas or spaces; the first use drops the file's
+ * fleet (see sy_config_finish). Errors name the flag: "--port: must be an
+ * integer in 1..65535". Returns 0, SY_ECONFIG (unknown flag, bad value,
+ * missing value, a section flag), SY_EUNSUPPORTED (legacy option) or
+ * SY_ENOMEM. */
+int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char *flag,
+			 const char *value, struct sy_config_error *err);
+
+/* Completes `cfg` after the file and the flags: builds the fleet (workers):
+ * without --worker-urls, the file's workers followed by its worker_urls as
+ * plain workers; with --worker-urls, exactly those URLs, each taking the
+ * file's `workers` entry of the same ID when one exists. worker_urls is then
+ * empty. Fills each worker's model from model_id, statebus.control_endpoint
+ * from "ipc://<state.shm_path>.ctl" when absent, and checks: no two workers
+ * with one ID (the message gives both lines), tokenizer.kind hf needs
+ * tokenizer.path, query_endpoint differs from control_endpoint. Calling it
+ * again (e.g. after a later flag) keeps the fleet built by the first call.
+ * Returns 0, SY_ECONFIG or SY_ENOMEM. */
+int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err);
+
+/* Releases everything `cfg` owns and zeroes it. Safe on a zeroed struct and
+ * after any failure above. */
+void sy_config_free(struct sy_config *cfg);
+
+/* The schema root (config_schema.h), for tools that list or document keys. */
+struct sy_cfg_section;
+const struct sy_cfg_section *sy_config_schema(void);
+
+/* Names of enum values: "plain"/"prefill"/"decode", "bytes"/"hf"/"off". */
+const char *sy_worker_role_name(int role);
+const char *sy_tokenizer_kind_name(int kind);
+
+#endif

@@ -1,0 +1,237 @@
+/* config_flags.c — command-line flags over the configuration (DESIGN.md §5).
+ *
+ * Naming rule: a flag's YAML key is its name without "--", '-' → '_', under
+ * the program's section ("router" for switchyard-router, "statebus" for the
+ * statebus, ...): --request-timeout-secs → router.request_timeout_secs.
+ * Names that do not follow the rule by themselves come from the settled
+ * tables below, which are searched first. A flag's value is parsed by the
+ * same typed parser as the YAML value (sy_cfg_set_scalar), so both accept
+ * the same spellings and fail with the same reason, named by the flag.
+ */
+#include "common/config.h"
+#include "common/config_schema.h"
+#include "common/errors.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FLAG_MAX 128 /* bytes of a flag name, "--" included */
+
+struct flag_alias {
+	const char *flag;
+	const char *key; /* dotted key path */
+};
+
+/* Settled exceptions of DESIGN.md §5, valid in every program's section. */
+static const struct flag_alias settled[] = {
+	{"--shm", "state.shm_path"},
+	{"--control-endpoint", "statebus.control_endpoint"},
+	{"--query-endpoint", "statebus.query_endpoint"},
+	{"--tokenizer", "router.tokenizer.kind"},
+	{"--tokenizer-path", "router.tokenizer.path"},
+	{"--log-level", "log.level"},
+	{"--log-format", "log.format"},
+	{"--worker-urls", "worker_urls"}, /* multi-valued; builds workers[] (finish) */
+	{"--model-id", "model_id"},
+	{NULL, NULL},
+};
+
+/* ADMISSION FLAGS — filled by the policies/admission issue, with its
+ * `policy` section (DESIGN.md §5, reference/policy-defaults.md §11):
+ *   --max-running-requests        → policy.admission.max_running_requests
+ *   --max-waiting-requests        → policy.admission.max_waiting_requests
+ *   --max-kv-tokens               → policy.admission.max_kv_tokens
+ *   --max-pending-prefill-tokens  → policy.admission.max_pending_prefill_tokens
+ *   --max-inflight-requests       → policy.admission.max_inflight_requests
+ *   --max-in-flight (legacy, with --filter overloaded) → the same key */
+static const struct flag_alias admission[] = {
+	{NULL, NULL},
+};
+
+/* Legacy SGLang-router options that are refused by name, with the
+ * replacement (reference/policy-defaults.md §11). Value-dependent ones
+ * (--policy cache_aware_zmq, --filter prefix_cache, --affinity-mode soft,
+ * --decode-policy legacy_host_affinity) come with the policy issue. */
+static const struct flag_alias legacy[] = {
+	{"--cache-threshold", "removed; use the cache-aware min-matched-tokens / "
+			      "min-match-ratio thresholds"},
+	{"--balance-abs-threshold", "removed; use the pressure guard and --worker-queue-limit"},
+	{"--balance-rel-threshold", "removed; use the pressure guard and --worker-queue-limit"},
+	{"--eviction-interval-secs", "removed; the index is bounded by engine removals and "
+				     "the statebus arena"},
+	{"--max-tree-size", "removed; the index is bounded by engine removals and the "
+			    "statebus arena"},
+	{"--prefix-cache-min-share", "dropped; use the cache-aware candidate thresholds"},
+	{"--bucket-config", "legacy static buckets are not accepted; use `buckets` in the "
+			    "configuration file"},
+	{"--pd-disaggregation", "roles and bootstrap ports come from /server_info or the "
+				"workers[] entries (role, bootstrap_port)"},
+	{NULL, NULL},
+};
+
+static const char *lookup(const struct flag_alias *t, const char *flag)
+{
+	for (; t->flag != NULL; t++)
+		if (strcmp(t->flag, flag) == 0)
+			return t->key;
+	return NULL;
+}
+
+/* Follows dotted `key` through MAP fields from the root; `*obj` (when obj is
+ * not NULL) moves along to the struct holding the final field. */
+static const struct sy_cfg_field *resolve(const char *key, void **obj)
+{
+	const struct sy_cfg_section *sec = sy_config_schema();
+	const struct sy_cfg_field *f = NULL;
+	const char *p = key;
+
+	for (;;) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		f = sy_cfg_find(sec, p, len);
+		if (f == NULL)
+			return NULL;
+		if (dot == NULL)
+			return f;
+		if (f->type != SY_CFG_MAP)
+			return NULL;
+		if (obj != NULL)
+			*obj = (char *)*obj + f->off;
+		sec = f->sub;
+		p = dot + 1;
+	}
+}
+
+static bool valid_flag(const char *flag)
+{
+	if (strncmp(flag, "--", 2) != 0 || flag[2] == '\0' || flag[2] == '-')
+		return false;
+	for (const char *c = flag + 2; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+			return false;
+	return strlen(flag) < FLAG_MAX;
+}
+
+int sy_config_flag_to_key(const char *section, const char *flag, char *key, size_t cap)
+{
+	const char *mapped;
+	int n;
+
+	if (cap > 0)
+		key[0] = '\0';
+	if (flag == NULL || !valid_flag(flag))
+		return SY_EINVAL;
+	if ((mapped = lookup(legacy, flag)) != NULL) {
+		n = snprintf(key, cap, "%s", mapped);
+		return (size_t)n >= cap ? SY_ENOSPC : SY_EUNSUPPORTED;
+	}
+	if ((mapped = lookup(settled, flag)) != NULL || (mapped = lookup(admission, flag)) != NULL) {
+		n = snprintf(key, cap, "%s", mapped);
+	} else {
+		if (section != NULL && section[0] != '\0') {
+			const struct sy_cfg_field *s = resolve(section, NULL);
+			if (s == NULL || s->type != SY_CFG_MAP || strchr(section, '.') != NULL)
+				return SY_EINVAL;
+		}
+		bool top = section == NULL || section[0] == '\0';
+		n = snprintf(key, cap, "%s%s%s", top ? "" : section, top ? "" : ".", flag + 2);
+		for (char *c = key; *c; c++)
+			if (*c == '-')
+				*c = '_';
+	}
+	if (n < 0 || (size_t)n >= cap)
+		return SY_ENOSPC;
+	return resolve(key, NULL) != NULL ? SY_OK : SY_ENOENT;
+}
+
+/* --worker-urls URL[,URL...]: the first use replaces the file's list. */
+static int apply_worker_urls(struct sy_config *cfg, const struct sy_cfg_field *f,
+			     const char *flag, const char *value, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	static const char seps[] = ", \t\n";
+	char why[256];
+	size_t added = 0;
+
+	if (!cfg->worker_urls_from_flags) {
+		sy_cfg_clear_list(f, cfg);
+		cfg->worker_urls_from_flags = true;
+	}
+	for (const char *p = value; *p;) {
+		p += strspn(p, seps);
+		size_t len = strcspn(p, seps);
+		if (len == 0)
+			break;
+		int rc = sy_cfg_set_scalar(f, cfg, p, len, false, none, why, sizeof(why));
+		if (rc != SY_OK) {
+			sy_cfg_error(err, rc, NULL, none, flag, "\"%.*s\": %s",
+				     (int)(len > 200 ? 200 : len), p, why);
+			return rc;
+		}
+		added++;
+		p += len;
+	}
+	if (added == 0) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, flag, "needs at least one URL");
+		return SY_ECONFIG;
+	}
+	return SY_OK;
+}
+
+int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char *flag,
+			 const char *value, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	char name[FLAG_MAX], key[192], why[256];
+	const char *eq;
+
+	if (err != NULL)
+		memset(err, 0, sizeof(*err));
+	if (flag == NULL)
+		flag = "";
+	if (value == NULL && (eq = strchr(flag, '=')) != NULL) {
+		size_t n = (size_t)(eq - flag);
+		snprintf(name, sizeof(name), "%.*s", (int)(n < FLAG_MAX ? n : FLAG_MAX - 1), flag);
+		value = eq + 1;
+	} else {
+		snprintf(name, sizeof(name), "%s", flag);
+	}
+
+	int rc = sy_config_flag_to_key(section, name, key, sizeof(key));
+	switch (rc) {
+	case SY_OK:
+		break;
+	case SY_EUNSUPPORTED:
+		sy_cfg_error(err, rc, NULL, none, name, "%s", key);
+		return rc;
+	case SY_ENOENT:
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, name, "unknown flag (no key %s)", key);
+		return SY_ECONFIG;
+	default:
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, name[0] ? name : NULL,
+			     "not a valid flag name%s%s", section ? " in section " : "",
+			     section ? section : "");
+		return SY_ECONFIG;
+	}
+
+	void *obj = cfg;
+	const struct sy_cfg_field *f = resolve(key, &obj);
+	if (f->type == SY_CFG_MAP || f->type == SY_CFG_SEQ) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, name,
+			     "%s is a section; set its keys in the configuration file", key);
+		return SY_ECONFIG;
+	}
+	if (value == NULL) {
+		if (f->type != SY_CFG_BOOL) {
+			sy_cfg_error(err, SY_ECONFIG, NULL, none, name, "needs a value");
+			return SY_ECONFIG;
+		}
+		value = "true";
+	}
+	if (f->type == SY_CFG_STRLIST)
+		return apply_worker_urls(cfg, f, name, value, err);
+	rc = sy_cfg_set_scalar(f, obj, value, strlen(value), false, none, why, sizeof(why));
+	if (rc != SY_OK)
+		sy_cfg_error(err, rc, NULL, none, name, "%s", why);
+	return rc;
+}
