@@ -427,7 +427,11 @@ static uint32_t reclaim_nodes(struct statebus_region *r)
 	return freed;
 }
 
-static uint32_t ovf_alloc(struct statebus_region *r)
+static uint32_t evict(struct statebus_region *r, uint32_t count, uint32_t protect);
+
+/* A free overflow record; when none is left, evicts least recently used
+ * leaves (never `protect`) and reclaims once. 0 if still none. */
+static uint32_t ovf_alloc(struct statebus_region *r, uint32_t protect)
 {
 	struct sb_index_hdr *h = &r->hdr->index;
 	if (!hold_passed(r))
@@ -439,7 +443,12 @@ static uint32_t ovf_alloc(struct statebus_region *r)
 	} else if (h->ovf_hw < r->hdr->index_overflow) {
 		j = ++h->ovf_hw;
 	} else {
-		return 0;
+		(void)evict(r, watermark(r), protect);
+		(void)reclaim_nodes(r);
+		if (h->ovf_free == 0)
+			return 0;
+		j = h->ovf_free;
+		h->ovf_free = iovf(r, j)->reserved;
 	}
 	struct sb_index_ovf *rec = iovf(r, j);
 	memset(rec, 0, sizeof(*rec));
@@ -661,7 +670,7 @@ static int owner_add(struct statebus_region *r, uint32_t i, uint32_t worker, uin
 	}
 	uint32_t newrec = 0;
 	if (free_slot == NULL) {
-		newrec = ovf_alloc(r);
+		newrec = ovf_alloc(r, i);
 		if (newrec == 0)
 			return SY_ENOSPC;
 		free_slot = &iovf(r, newrec)->own[0];
