@@ -43,9 +43,12 @@ static void server_info(struct mock_engine *e, struct sbuf *o)
 		    "\"max_total_num_tokens\":%zu,\"enable_http2\":false,\"disaggregation_mode\":",
 		    c->port, c->dp_size, c->dp_size > 1 ? "true" : "false", c->block_size,
 		    c->max_running, c->cache_tokens);
+	/* SGLang's ServerArgs.disaggregation_mode is Literal["null", "prefill",
+	 * "decode"] with default "null" — the *string*, which /server_info
+	 * serialises as is. */
 	put_str(o, c->pd_mode == MOCK_PD_PREFILL  ? "prefill"
 		   : c->pd_mode == MOCK_PD_DECODE ? "decode"
-						  : NULL);
+						  : "null");
 	sbuf_printf(o, ",\"disaggregation_bootstrap_port\":%d,\"speculative_algorithm\":",
 		    c->bootstrap_port);
 	put_str(o, c->spec_algo);

@@ -119,28 +119,14 @@ static const char *read_bootstrap(struct mock_engine *e, struct mreq *r, json_t 
 
 static const char *hash_pages(struct mock_engine *e, struct mreq *r)
 {
-	uint32_t bs = e->cfg.block_size;
-	bool bigram = e->cfg.bigram;
-	r->n_pages = mock_tok_full_pages(r->n_tokens, bs, bigram);
-	r->hashes = malloc((r->n_pages ? r->n_pages : 1) * sizeof(int64_t));
-	if (!r->hashes)
-		return "out of memory";
-	ssize_t k = mock_tok_page_hashes(r->tokens, r->n_tokens, bs, bigram, r->hashes, r->n_pages);
-	if (k < 0 || (size_t)k != r->n_pages)
-		return "block hashing failed";
-	if (!bigram) {
-		r->tok_per_page = bs;
-		return NULL;
-	}
-	/* Bigram pages carry their pairs flattened: [t_i, t_i+1, ...]. */
-	r->tok_per_page = 2 * (size_t)bs;
-	r->page_tokens = malloc((r->n_pages * r->tok_per_page + 1) * sizeof(uint32_t));
-	if (!r->page_tokens)
-		return "out of memory";
-	for (size_t u = 0; u < r->n_pages * bs; u++) {
-		r->page_tokens[2 * u] = r->tokens[u];
-		r->page_tokens[2 * u + 1] = r->tokens[u + 1];
-	}
+	struct mock_pages pg;
+	int rc = mock_tok_pages(r->tokens, r->n_tokens, e->cfg.block_size, e->cfg.bigram, &pg);
+	if (rc)
+		return rc == SY_ENOMEM ? "out of memory" : "block hashing failed";
+	r->hashes = pg.hashes;
+	r->page_tokens = pg.tokens;
+	r->n_pages = pg.n;
+	r->tok_per_page = pg.tok_per_page;
 	return NULL;
 }
 
