@@ -11,7 +11,9 @@
  *   cache acquire, prefill on the rank's serial prefill timeline
  *   (prefill_us_per_token × uncached tokens) → insert pages (events) →
  *   DECODE: output token i is ready at prefill_end + (i+1) × decode_us →
- *   finish: release pages, free the running slot.
+ *   finish: insert the output pages (prompt + output[:-1], SGLang
+ *   cache_finished_req; engine.c cache_output), release pages, free the
+ *   running slot.
  * Queue, running and token counts are real and feed LoadStat, /v1/loads and
  * /mock/stats.
  *
