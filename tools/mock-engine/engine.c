@@ -23,6 +23,9 @@
 
 #define container_of(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
 
+#define STREAM_STEP_TOKENS 4096      /* streamed tokens emitted per decode step at most */
+#define STREAM_BACKLOG_BYTES (1 << 20) /* unsent SSE bytes at which a stream pauses */
+
 static void schedule(struct mock_rank *rk);
 static void decode_step(struct mock_timer *t);
 
@@ -359,6 +362,19 @@ static void decode_step(struct mock_timer *t)
 		finish(r);
 		return;
 	}
+	/* A reader that does not keep up: hold the tokens back (bounded memory
+	 * per stream) and look again in 1 ms. */
+	if (r->sending && r->out.n >= STREAM_BACKLOG_BYTES) {
+		mock_timer_arm(&e->timers, &r->timer, now + 1000, decode_step);
+		return;
+	}
+	/* At most STREAM_STEP_TOKENS per step, so that a huge max_tokens at zero
+	 * decode cost cannot hold the loop (the rest follows next turn). */
+	bool more = false;
+	if (due - r->generated > STREAM_STEP_TOKENS) {
+		due = r->generated + STREAM_STEP_TOKENS;
+		more = true;
+	}
 	while (r->generated < due) {
 		emit_token(r, r->t_prefill_end + (uint64_t)(r->generated + 1) * dus);
 		int drop = e->faults.drop_after_tokens;
@@ -378,8 +394,10 @@ static void decode_step(struct mock_timer *t)
 		return;
 	}
 	stream_flush(r);
-	mock_timer_arm(&e->timers, &r->timer, r->t_prefill_end + (uint64_t)(r->generated + 1) * dus,
-		       decode_step);
+	uint64_t next = r->t_prefill_end + (uint64_t)(r->generated + 1) * dus;
+	if (more) /* after `now`: mock_timers_run() must not fire it again this turn */
+		next = now + 1;
+	mock_timer_arm(&e->timers, &r->timer, next, decode_step);
 }
 
 static void prefill_done(struct mock_timer *t)

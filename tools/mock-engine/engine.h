@@ -154,6 +154,9 @@ struct mreq {
 	uint64_t room;
 	char bs_host[256];
 	int bs_port;
+	struct sockaddr_storage bs_addr; /* resolved once (pd.c): no DNS per retry */
+	socklen_t bs_addrlen;            /* 0 = not resolved yet */
+	bool bs_unresolvable;            /* resolution failed: wait for the timeout */
 	uint64_t pd_deadline;
 	h2o_socket_t *pd_sock;
 	char pd_wbuf[48];             /* "WAIT <room>\n" while it is written */
