@@ -57,8 +57,9 @@ def post(url, path, body, headers=None):
 
 
 def chat(url, content, rank):
+    # one output token: SGLang caches prompt + output[:-1], so only prompt pages here
     return json.loads(post(url, "/v1/chat/completions",
-                           {"messages": [{"role": "user", "content": content}], "max_tokens": 2},
+                           {"messages": [{"role": "user", "content": content}], "max_tokens": 1},
                            {"X-Data-Parallel-Rank": str(rank)}))
 
 
@@ -76,6 +77,31 @@ def chain(tokens, bs):
 
 def chatml(content):
     return list(f"<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n".encode())
+
+
+def chatml_msgs(msgs):
+    """Rendered ChatML of a conversation + generation prompt, as byte ids."""
+    text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in msgs)
+    return list((text + "<|im_start|>assistant\n").encode())
+
+
+def stream_chat(url, msgs, max_tokens, rank=0):
+    """Streamed chat → (words as streamed, usage)."""
+    body = post(url, "/v1/chat/completions",
+                {"messages": msgs, "max_tokens": max_tokens, "stream": True,
+                 "stream_options": {"include_usage": True}},
+                {"X-Data-Parallel-Rank": str(rank)}).decode()
+    words, usage = [], None
+    for line in body.split("\n"):
+        if not line.startswith("data: {"):
+            continue
+        c = json.loads(line[6:])
+        if c.get("usage"):
+            usage = c["usage"]
+        for ch in c["choices"]:
+            if ch["delta"].get("content"):
+                words.append(ch["delta"]["content"])
+    return words, usage
 
 
 def sub(port, topic=b""):
@@ -156,7 +182,7 @@ def run(enc, frames):
         check((k["endpoint_port_base"], k["load_endpoint_port_base"], k["replay_port_base"],
                k["block_size"], k["dp_size"], k["topic"], k["load_topic"]) ==
               (kv, load, replay, BS, 2, "", "load"), f"kv_events block {k}")
-        check(info["disaggregation_mode"] is None and info["speculative_algorithm"] is None, info)
+        check(info["disaggregation_mode"] == "null" and info["speculative_algorithm"] is None, info)
         subs = [sub(kv), sub(kv + 1)]
         lsub = sub(load + 1, b"load")
         time.sleep(0.4)  # slow joiner
@@ -266,5 +292,60 @@ def run(enc, frames):
     print(f"ok: encoding={enc} replay_frames={frames}")
 
 
+def stored_events(s, rank=0):
+    """The BlockStored events of every batch that arrives until quiet."""
+    evs = [norm(e, "array") for f in drain(s) for e in decode_batch(f[2], rank)]
+    return [e for e in evs if e["type"] == "BlockStored"]
+
+
+def multi_turn():
+    """SGLang's cache_finished_req inserts prompt + output[:-1] (page-aligned):
+    turn 2 of a chat (turn 1 + assistant reply + new user message) hits beyond
+    turn 1's prompt, and the BlockStored events carry exactly those pages."""
+    d = tempfile.mkdtemp(prefix="sy-mock-mt-")
+    ACTIVE.append(d)
+    m = fleet(d, "--block-size", str(BS), "--cache-tokens", "4096")
+    url = m["url"]
+    s0 = sub(m["kv_port"])
+    try:
+        time.sleep(0.4)  # slow joiner
+        t1 = [{"role": "user", "content": "plan a trip to the north"}]
+        p1 = chatml_msgs(t1)
+        words1, u1 = stream_chat(url, t1, 9)
+        check(len(words1) == 9 and u1["prompt_tokens"] == len(p1), f"turn 1: {words1} {u1}")
+        check(u1["prompt_tokens_details"]["cached_tokens"] == 0, u1)
+        seq1 = p1 + list("".join(words1[:-1]).encode())  # the last token has no KV
+        want1 = chain(seq1, BS)
+        check(len(want1) > len(p1) // BS, "the reply filled whole pages")
+        st = stored_events(s0)
+        check(len(st) == 1, f"prompt and output pages coalesce into one BlockStored: {st}")
+        check(st[0]["parent_block_hash"] is None and st[0]["block_hashes"] == want1,
+              f"turn 1 pages {st[0]['block_hashes']} != chain of prompt + output[:-1] {want1}")
+        check(st[0]["token_ids"] == seq1[:len(want1) * BS], "turn 1 token_ids")
+
+        t2 = t1 + [{"role": "assistant", "content": "".join(words1)},
+                   {"role": "user", "content": "and back south"}]
+        p2 = chatml_msgs(t2)
+        check(p2[:len(seq1)] == seq1, "turn 2 starts with turn 1's prompt and reply")
+        words2, u2 = stream_chat(url, t2, 5)
+        cached = u2["prompt_tokens_details"]["cached_tokens"]
+        check(cached == len(want1) * BS and cached > len(p1) // BS * BS,
+              f"turn 2 cached {cached}: want {len(want1) * BS} (> prompt-only {len(p1) // BS * BS})")
+        seq2 = p2 + list("".join(words2[:-1]).encode())
+        want2 = chain(seq2, BS)
+        check(want2[:len(want1)] == want1, "turn 2 chain extends turn 1's")
+        st = stored_events(s0)
+        check(len(st) == 1 and st[0]["parent_block_hash"] == want1[-1], f"turn 2 store parent: {st}")
+        check(st[0]["block_hashes"] == want2[len(want1):], "turn 2 stores only its new pages")
+        check(st[0]["token_ids"] == seq2[len(want1) * BS:len(want2) * BS], "turn 2 token_ids")
+        last = json.loads(urllib.request.urlopen(url + "/mock/stats", timeout=5).read())["recent"][-1]
+        check(last["cached_tokens"] == cached, f"stats agree: {last}")
+    finally:
+        stop(d)
+        s0.close(0)
+    print("ok: multi-turn output caching")
+
+
 run("array", 4)
 run("map", 3)
+multi_turn()

@@ -47,10 +47,10 @@ def stop(d):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def req(url, path, body=None, raw=None, method=None):
+def req(url, path, body=None, raw=None, method=None, headers=None):
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     r = urllib.request.Request(url + path, data=data, method=method,
-                               headers={"content-type": "application/json"})
+                               headers={"content-type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(r, timeout=10) as resp:
             return resp.status, resp.read()
@@ -158,6 +158,66 @@ def plain_tests():
     print("ok: stats, errors, faults")
 
 
+def robust_tests():
+    """Bad input never crashes or hangs the mock: 400s for what SGLang refuses or
+    the mock does not model, a huge streamed max_tokens keeps the loop responsive
+    and its memory bounded, an abandoned huge stream frees its slot."""
+    d, [m] = start("--block-size", "4")
+    url = m["url"]
+    host, port = url[7:].split(":")
+    try:
+        chat = "/v1/chat/completions"
+        for bad, why in (
+                (chat_body("x", n=3), "n > 1"), (chat_body("x", n=0), "n = 0"),
+                (chat_body("x", n="2"), "n not an integer"),
+                (chat_body("x", max_tokens=1000001), "max_tokens over the cap"),
+                (chat_body("x", max_tokens=-5), "negative max_tokens"),
+                (chat_body("x", max_completion_tokens=1.5), "fractional max tokens"),
+                (chat_body("x", bootstrap_port="8998"), "bootstrap_port not an integer"),
+                (chat_body("x", bootstrap_port=70000), "bootstrap_port out of range"),
+                (chat_body("x", bootstrap_room=-1), "negative bootstrap_room"),
+                ({"model": "m"}, "missing messages"), ({"messages": None}, "null messages"),
+                ({"messages": ["hi"]}, "message not an object"),
+                ({"messages": [{"role": "user", "content": 5}]}, "content a number"),
+                ({"messages": [{"role": "", "content": "x"}]}, "empty role")):
+            s, b = req(url, chat, bad)
+            check(s == 400 and "error" in json.loads(b), f"{why}: {s} {b[:200]}")
+        check(req(url, chat, chat_body("x", n=1))[0] == 200, "n = 1 is fine")
+        check(req(url, "/generate", {"text": "x", "sampling_params": {"n": 2}})[0] == 400, "/generate n > 1")
+        check(req(url, "/v1/completions", {"prompt": [[1, 2], [3]]})[0] == 400, "batched token prompts")
+        check(req(url, "/v1/completions", {"prompt": [-1]})[0] == 400, "negative token id")
+        check(req(url, "/v1/completions", {"prompt": "", "max_tokens": 0})[0] == 200, "empty prompt, no output")
+        for raw in (b'{"messages":[{"role":"user","content":"\xff\xfe"}]}',
+                    b'{"messages":[{"role":"user","content":"a\\u0000b"}]}', b"", b"[]", b"nul"):
+            s, b = req(url, chat, raw=raw)
+            check(s == 400 and json.loads(b)["error"]["code"] == 400, f"{raw!r}: {s} {b[:200]}")
+        check(req(url, chat, chat_body("x"), headers={"X-Data-Parallel-Rank": "-1"})[0] == 200,
+              "a bad rank header is ignored")
+        check(req(url, "/mock/faults", {"stall_ms": 10 ** 11})[0] == 400, "stall_ms over the cap")
+        check(req(url, "/mock/faults", {"drop_after_tokens": -1})[0] == 400, "negative drop")
+
+        # a huge stream read by nobody: the loop still answers, then the
+        # abandoned stream releases its slot
+        c = http.client.HTTPConnection(host, int(port), timeout=5)
+        c.request("POST", chat, json.dumps(chat_body("huge", stream=True, max_tokens=1000000)),
+                  {"content-type": "application/json"})
+        resp = c.getresponse()
+        check(resp.status == 200 and len(resp.read1(65536)) > 0, "huge stream starts")
+        t = time.monotonic()
+        check(req(url, "/health")[0] == 200 and time.monotonic() - t < 1.0, "loop responsive during a huge stream")
+        c.close()
+        for _ in range(100):
+            if json.loads(req(url, "/v1/loads")[1])["loads"][0]["num_running_reqs"] == 0:
+                break
+            time.sleep(0.05)
+        else:
+            fail("abandoned huge stream kept its running slot")
+        check(req(url, chat, chat_body("after"))[0] == 200, "healthy after bad input")
+    finally:
+        stop(d)
+    print("ok: bad input")
+
+
 def timing_tests():
     # 1 running slot, 1 ms per uncached prompt token, 5 ms per output token
     d, [m] = start("--max-running", "1", "--prefill-us-per-token", "1000", "--decode-us-per-token", "5000")
@@ -245,7 +305,9 @@ def spec_test():
     print("ok: speculative_algorithm")
 
 
-plain_tests()
-timing_tests()
-pd_tests()
-spec_test()
+# GROUPS (argv[3:]) picks groups; none = all. The ASan run takes the cheap,
+# timing-free ones (tests/integration/meson.build).
+GROUPS = {"plain": plain_tests, "robust": robust_tests, "timing": timing_tests,
+          "pd": pd_tests, "spec": spec_test}
+for name in sys.argv[3:] or GROUPS:
+    GROUPS[name]()

@@ -64,6 +64,34 @@ START_TEST(test_block_hash_golden_values)
 }
 END_TEST
 
+START_TEST(test_pages_of_a_longer_sequence_extend_the_prompt_pages)
+{
+	/* the output pages cached at finish continue the prompt's chain */
+	uint32_t seq[11];
+	for (uint32_t i = 0; i < 11; i++)
+		seq[i] = 100 + i;
+	struct mock_pages p, q;
+	ck_assert_int_eq(mock_tok_pages(seq, 5, 4, false, &p), 0);
+	ck_assert_int_eq(mock_tok_pages(seq, 11, 4, false, &q), 0);
+	ck_assert_uint_eq(p.n, 1);
+	ck_assert_uint_eq(q.n, 2);
+	ck_assert_uint_eq(q.tok_per_page, 4);
+	ck_assert_ptr_null(q.tokens);
+	ck_assert_int_eq(p.hashes[0], q.hashes[0]);
+	mock_tok_pages_free(&p);
+	mock_tok_pages_free(&q);
+	/* bigram: flattened pairs per page */
+	ck_assert_int_eq(mock_tok_pages(seq, 5, 2, true, &p), 0);
+	ck_assert_uint_eq(p.n, 2);
+	ck_assert_uint_eq(p.tok_per_page, 4);
+	const uint32_t want[] = {100, 101, 101, 102, 102, 103, 103, 104};
+	ck_assert_mem_eq(p.tokens, want, sizeof(want));
+	mock_tok_pages_free(&p);
+	ck_assert_ptr_null(p.hashes);
+	ck_assert_int_lt(mock_tok_pages(seq, 5, 0, false, &p), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mock_tok");
@@ -71,6 +99,7 @@ int main(void)
 	tcase_add_test(tc, test_chat_renders_chatml_bytes);
 	tcase_add_test(tc, test_only_whole_pages_count);
 	tcase_add_test(tc, test_block_hash_golden_values);
+	tcase_add_test(tc, test_pages_of_a_longer_sequence_extend_the_prompt_pages);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

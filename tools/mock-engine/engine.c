@@ -23,6 +23,9 @@
 
 #define container_of(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
 
+#define STREAM_STEP_TOKENS 4096      /* streamed tokens emitted per decode step at most */
+#define STREAM_BACKLOG_BYTES (1 << 20) /* unsent SSE bytes at which a stream pauses */
+
 static void schedule(struct mock_rank *rk);
 static void decode_step(struct mock_timer *t);
 
@@ -44,10 +47,69 @@ static void unlink_waiting(struct mreq *r)
 	rk->waiting_uncached -= r->est_uncached;
 }
 
-/* Frees a running request's slot and pages. */
+/* SGLang `cache_finished_req`: when a request finishes (or is aborted while
+ * decoding) the radix cache inserts (prompt ids + output ids)[:prompt +
+ * generated − 1], page-aligned — the last output token was sampled but
+ * never run forward, so it has no KV. The mock's output token i is a word;
+ * its ids are the tokenizer's ids of words 0..generated−2, tokenized as one
+ * text and appended to the prompt ids. That is what a follow-up chat turn
+ * contains after `<|im_start|>assistant\n` (the reply as content), so turn 2
+ * hits beyond turn 1's prompt. Exact for `bytes` (byte ids do not depend on
+ * context); with a BPE tokenizer the boundary token may differ from an
+ * in-context tokenization, as retokenized replies do on a real engine.
+ * New whole pages go through mock_cache_insert (evictions, BlockStored with
+ * the last prompt page as parent, coalescing); r->hashes/r->locked then
+ * describe the longer sequence so that release unlocks all of it. */
+static void cache_output(struct mreq *r)
+{
+	struct mock_engine *e = r->eng;
+	struct mock_rank *rk = r->rank;
+	if (r->generated < 2)
+		return;
+	struct sbuf text = {0};
+	for (int i = 0; i < r->generated - 1; i++) {
+		size_t l;
+		const char *w = textgen_word(r->seed, i, &l);
+		sbuf_put(&text, w, l);
+	}
+	uint32_t *out = NULL, *all = NULL;
+	size_t n_out = 0;
+	struct mock_pages pg = {0};
+	int rc = text.oom ? SY_ENOMEM : mock_tok_text(&e->tok, text.p, text.n, &out, &n_out);
+	size_t n = r->n_tokens + n_out;
+	if (rc == 0 && !(all = malloc((n ? n : 1) * sizeof(*all))))
+		rc = SY_ENOMEM;
+	if (rc == 0) {
+		memcpy(all, r->tokens, r->n_tokens * sizeof(*all));
+		memcpy(all + r->n_tokens, out, n_out * sizeof(*all));
+		rc = mock_tok_pages(all, n, e->cfg.block_size, e->cfg.bigram, &pg);
+	}
+	if (rc == 0 && pg.n > r->n_pages) {
+		r->locked = mock_cache_insert(rk->cache, pg.hashes, pg.n, r->locked,
+					      pg.tokens ? pg.tokens : all, pg.tok_per_page,
+					      &rk->batch);
+		/* pg.hashes[0..n_pages) == r->hashes: a page id depends only on
+		 * the tokens before and in it */
+		int64_t *t = r->hashes;
+		r->hashes = pg.hashes;
+		pg.hashes = t;
+		r->n_pages = pg.n;
+	}
+	if (rc)
+		sy_warn("request %" PRIu64 ": output tokens not cached (%s)", r->id, sy_strerror(rc));
+	mock_tok_pages_free(&pg);
+	free(all);
+	free(out);
+	sbuf_free(&text);
+}
+
+/* Frees a running request's slot and pages (caching its output first when
+ * it was decoding). */
 static void release_running(struct mreq *r)
 {
 	struct mock_rank *rk = r->rank;
+	if (r->state == MS_DECODE)
+		cache_output(r);
 	mock_cache_release(rk->cache, r->hashes, r->locked);
 	r->locked = 0;
 	rk->n_running--;
@@ -300,6 +362,19 @@ static void decode_step(struct mock_timer *t)
 		finish(r);
 		return;
 	}
+	/* A reader that does not keep up: hold the tokens back (bounded memory
+	 * per stream) and look again in 1 ms. */
+	if (r->sending && r->out.n >= STREAM_BACKLOG_BYTES) {
+		mock_timer_arm(&e->timers, &r->timer, now + 1000, decode_step);
+		return;
+	}
+	/* At most STREAM_STEP_TOKENS per step, so that a huge max_tokens at zero
+	 * decode cost cannot hold the loop (the rest follows next turn). */
+	bool more = false;
+	if (due - r->generated > STREAM_STEP_TOKENS) {
+		due = r->generated + STREAM_STEP_TOKENS;
+		more = true;
+	}
 	while (r->generated < due) {
 		emit_token(r, r->t_prefill_end + (uint64_t)(r->generated + 1) * dus);
 		int drop = e->faults.drop_after_tokens;
@@ -319,8 +394,10 @@ static void decode_step(struct mock_timer *t)
 		return;
 	}
 	stream_flush(r);
-	mock_timer_arm(&e->timers, &r->timer, r->t_prefill_end + (uint64_t)(r->generated + 1) * dus,
-		       decode_step);
+	uint64_t next = r->t_prefill_end + (uint64_t)(r->generated + 1) * dus;
+	if (more) /* after `now`: mock_timers_run() must not fire it again this turn */
+		next = now + 1;
+	mock_timer_arm(&e->timers, &r->timer, next, decode_step);
 }
 
 static void prefill_done(struct mock_timer *t)

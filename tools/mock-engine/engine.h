@@ -11,7 +11,9 @@
  *   cache acquire, prefill on the rank's serial prefill timeline
  *   (prefill_us_per_token × uncached tokens) → insert pages (events) →
  *   DECODE: output token i is ready at prefill_end + (i+1) × decode_us →
- *   finish: release pages, free the running slot.
+ *   finish: insert the output pages (prompt + output[:-1], SGLang
+ *   cache_finished_req; engine.c cache_output), release pages, free the
+ *   running slot.
  * Queue, running and token counts are real and feed LoadStat, /v1/loads and
  * /mock/stats.
  *
@@ -152,6 +154,9 @@ struct mreq {
 	uint64_t room;
 	char bs_host[256];
 	int bs_port;
+	struct sockaddr_storage bs_addr; /* resolved once (pd.c): no DNS per retry */
+	socklen_t bs_addrlen;            /* 0 = not resolved yet */
+	bool bs_unresolvable;            /* resolution failed: wait for the timeout */
 	uint64_t pd_deadline;
 	h2o_socket_t *pd_sock;
 	char pd_wbuf[48];             /* "WAIT <room>\n" while it is written */

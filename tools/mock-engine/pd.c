@@ -268,26 +268,42 @@ static void on_connect(h2o_socket_t *sock, const char *err)
 	h2o_socket_read_start(sock, on_client_read);
 }
 
-static void try_connect(struct mreq *r)
+/* Resolves bootstrap_host:bootstrap_port into r->bs_addr, once per
+ * request: getaddrinfo blocks the loop, so a name is looked up only on the
+ * first try, never on the 20 ms retries. */
+static void resolve_bootstrap(struct mreq *r)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = 0;
-	memset(&ss, 0, sizeof(ss));
-	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	memset(&r->bs_addr, 0, sizeof(r->bs_addr));
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&r->bs_addr;
 	if (inet_pton(AF_INET, r->bs_host, &s4->sin_addr) == 1) {
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)r->bs_port);
-		len = sizeof(*s4);
-	} else {
-		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-		char port[8];
-		snprintf(port, sizeof(port), "%d", r->bs_port);
-		if (getaddrinfo(r->bs_host, port, &hints, &ai) == 0) {
-			memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-			len = ai->ai_addrlen;
-			freeaddrinfo(ai);
-		}
+		r->bs_addrlen = sizeof(*s4);
+		return;
 	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+	char port[8];
+	snprintf(port, sizeof(port), "%d", r->bs_port);
+	if (getaddrinfo(r->bs_host, port, &hints, &ai) == 0) {
+		if (ai->ai_addrlen <= sizeof(r->bs_addr)) {
+			memcpy(&r->bs_addr, ai->ai_addr, ai->ai_addrlen);
+			r->bs_addrlen = ai->ai_addrlen;
+		}
+		freeaddrinfo(ai);
+	}
+	if (!r->bs_addrlen) {
+		sy_warn("bootstrap_host '%s' does not resolve: room %" PRIu64 " will time out",
+			r->bs_host, r->room);
+		r->bs_unresolvable = true;
+	}
+}
+
+static void try_connect(struct mreq *r)
+{
+	if (!r->bs_addrlen && !r->bs_unresolvable)
+		resolve_bootstrap(r);
+	socklen_t len = r->bs_addrlen;
+	struct sockaddr_storage ss = r->bs_addr;
 	h2o_socket_t *sock = len ? h2o_socket_connect(r->eng->loop, (struct sockaddr *)&ss, len,
 						     on_connect)
 				 : NULL;

@@ -43,9 +43,12 @@ static void server_info(struct mock_engine *e, struct sbuf *o)
 		    "\"max_total_num_tokens\":%zu,\"enable_http2\":false,\"disaggregation_mode\":",
 		    c->port, c->dp_size, c->dp_size > 1 ? "true" : "false", c->block_size,
 		    c->max_running, c->cache_tokens);
+	/* SGLang's ServerArgs.disaggregation_mode is Literal["null", "prefill",
+	 * "decode"] with default "null" — the *string*, which /server_info
+	 * serialises as is. */
 	put_str(o, c->pd_mode == MOCK_PD_PREFILL  ? "prefill"
 		   : c->pd_mode == MOCK_PD_DECODE ? "decode"
-						  : NULL);
+						  : "null");
 	sbuf_printf(o, ",\"disaggregation_bootstrap_port\":%d,\"speculative_algorithm\":",
 		    c->bootstrap_port);
 	put_str(o, c->spec_algo);
@@ -138,20 +141,23 @@ static const char *set_faults(struct mock_engine *e, h2o_req_t *req)
 			f.fail_rate = json_number_value(v);
 	}
 	if ((v = json_object_get(root, "stall_ms"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			err = "stall_ms must be a non-negative integer";
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 3600000)
+			err = "stall_ms must be an integer in [0, 3600000]";
 		else
 			f.stall_ms = (int)json_integer_value(v);
 	}
 	if ((v = json_object_get(root, "drop_after_tokens"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			err = "drop_after_tokens must be a non-negative integer";
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 1000000)
+			err = "drop_after_tokens must be an integer in [0, 1000000]";
 		else
 			f.drop_after_tokens = (int)json_integer_value(v);
 	}
 	if ((v = json_object_get(root, "skip_seq_every"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			err = "skip_seq_every must be a non-negative integer";
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 1000000000)
+			err = "skip_seq_every must be an integer in [0, 1000000000]";
 		else
 			f.skip_seq_every = (unsigned)json_integer_value(v);
 	}

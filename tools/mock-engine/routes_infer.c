@@ -90,6 +90,17 @@ static const char *read_max_tokens(struct mock_engine *e, struct mreq *r, json_t
 			return "max tokens must be an integer in [0, 1000000]";
 		r->max_tokens = (int)json_integer_value(v);
 	}
+	/* n > 1 (several choices per request) is not modelled: refuse it
+	 * rather than answer one choice where the client expects n. */
+	json_t *n = r->kind == MREQ_GENERATE
+			    ? json_object_get(json_object_get(root, "sampling_params"), "n")
+			    : json_object_get(root, "n");
+	if (n && !json_is_null(n)) {
+		if (!json_is_integer(n) || json_integer_value(n) < 1)
+			return "'n' must be a positive integer";
+		if (json_integer_value(n) > 1)
+			return "n > 1 is not supported by the mock engine";
+	}
 	/* A prefill engine only computes the first token. */
 	if (e->cfg.pd_mode == MOCK_PD_PREFILL && r->max_tokens > 1)
 		r->max_tokens = 1;
@@ -109,8 +120,11 @@ static const char *read_bootstrap(struct mock_engine *e, struct mreq *r, json_t 
 	}
 	if (json_is_string(host))
 		snprintf(r->bs_host, sizeof(r->bs_host), "%s", json_string_value(host));
-	if (json_is_integer(port))
+	if (json_is_integer(port) && json_integer_value(port) >= 0 &&
+	    json_integer_value(port) <= 65535)
 		r->bs_port = (int)json_integer_value(port);
+	else if (port && !json_is_null(port))
+		return "'bootstrap_port' must be an integer in [0, 65535] or null";
 	if (e->cfg.pd_mode == MOCK_PD_DECODE &&
 	    (!r->has_room || !r->bs_host[0] || r->bs_port <= 0 || r->bs_port > 65535))
 		return "a decode engine needs bootstrap_host, bootstrap_port and bootstrap_room";
@@ -119,28 +133,14 @@ static const char *read_bootstrap(struct mock_engine *e, struct mreq *r, json_t 
 
 static const char *hash_pages(struct mock_engine *e, struct mreq *r)
 {
-	uint32_t bs = e->cfg.block_size;
-	bool bigram = e->cfg.bigram;
-	r->n_pages = mock_tok_full_pages(r->n_tokens, bs, bigram);
-	r->hashes = malloc((r->n_pages ? r->n_pages : 1) * sizeof(int64_t));
-	if (!r->hashes)
-		return "out of memory";
-	ssize_t k = mock_tok_page_hashes(r->tokens, r->n_tokens, bs, bigram, r->hashes, r->n_pages);
-	if (k < 0 || (size_t)k != r->n_pages)
-		return "block hashing failed";
-	if (!bigram) {
-		r->tok_per_page = bs;
-		return NULL;
-	}
-	/* Bigram pages carry their pairs flattened: [t_i, t_i+1, ...]. */
-	r->tok_per_page = 2 * (size_t)bs;
-	r->page_tokens = malloc((r->n_pages * r->tok_per_page + 1) * sizeof(uint32_t));
-	if (!r->page_tokens)
-		return "out of memory";
-	for (size_t u = 0; u < r->n_pages * bs; u++) {
-		r->page_tokens[2 * u] = r->tokens[u];
-		r->page_tokens[2 * u + 1] = r->tokens[u + 1];
-	}
+	struct mock_pages pg;
+	int rc = mock_tok_pages(r->tokens, r->n_tokens, e->cfg.block_size, e->cfg.bigram, &pg);
+	if (rc)
+		return rc == SY_ENOMEM ? "out of memory" : "block hashing failed";
+	r->hashes = pg.hashes;
+	r->page_tokens = pg.tokens;
+	r->n_pages = pg.n;
+	r->tok_per_page = pg.tok_per_page;
 	return NULL;
 }
 

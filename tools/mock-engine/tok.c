@@ -146,4 +146,45 @@ ssize_t mock_tok_page_hashes(const uint32_t *tokens, size_t n, uint32_t block_si
 	return sy_blockhash_chain(tokens, used, &p, ids, cap, NULL);
 }
 
+int mock_tok_pages(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
+		   struct mock_pages *out)
+{
+	*out = (struct mock_pages){0};
+	if (block_size == 0)
+		return SY_EINVAL;
+	size_t pages = mock_tok_full_pages(n, block_size, bigram);
+	int64_t *ids = malloc((pages ? pages : 1) * sizeof(*ids));
+	if (!ids)
+		return SY_ENOMEM;
+	ssize_t k = mock_tok_page_hashes(tokens, n, block_size, bigram, ids, pages);
+	if (k < 0 || (size_t)k != pages) {
+		free(ids);
+		return k < 0 ? (int)k : SY_EINVAL;
+	}
+	out->hashes = ids;
+	out->n = pages;
+	out->tok_per_page = block_size;
+	if (!bigram)
+		return 0;
+	/* Bigram pages carry their pairs flattened: [t_i, t_i+1, ...]. */
+	out->tok_per_page = 2 * (size_t)block_size;
+	out->tokens = malloc((pages * out->tok_per_page + 1) * sizeof(uint32_t));
+	if (!out->tokens) {
+		mock_tok_pages_free(out);
+		return SY_ENOMEM;
+	}
+	for (size_t u = 0; u < pages * block_size; u++) {
+		out->tokens[2 * u] = tokens[u];
+		out->tokens[2 * u + 1] = tokens[u + 1];
+	}
+	return 0;
+}
+
+void mock_tok_pages_free(struct mock_pages *p)
+{
+	free(p->hashes);
+	free(p->tokens);
+	*p = (struct mock_pages){0};
+}
+
 bool mock_tok_hash_is_sglang(void) { return true; }

@@ -54,6 +54,26 @@ size_t mock_tok_full_pages(size_t n, uint32_t block_size, bool bigram);
 ssize_t mock_tok_page_hashes(const uint32_t *tokens, size_t n, uint32_t block_size,
 			     bool bigram, int64_t *ids, size_t cap);
 
+/* The whole pages of one token sequence, as the cache and its BlockStored
+ * events see them. Arrays malloc'ed, owned by the struct (mock_tok_pages_free). */
+struct mock_pages {
+	int64_t *hashes;      /* n SGLang page ids (§11), root first */
+	uint32_t *tokens;     /* bigram: page i's flattened pairs at [i*tok_per_page,
+			       * (i+1)*tok_per_page); NULL in unigram mode, where the
+			       * sequence itself is that array */
+	size_t n;             /* whole pages (mock_tok_full_pages) */
+	size_t tok_per_page;  /* block_size (unigram) or 2 × block_size (bigram) */
+};
+
+/* Fills `out` with the whole pages of tokens[0..n) (borrowed). Returns 0,
+ * SY_ENOMEM, or the block-hash error (SY_EINVAL for block_size 0). On error
+ * `out` holds nothing to free. */
+int mock_tok_pages(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
+		   struct mock_pages *out);
+
+/* Frees what mock_tok_pages() allocated; `p` is left empty. */
+void mock_tok_pages_free(struct mock_pages *p);
+
 /* True when the hashes come from the shared SGLang chain (common/blockhash);
  * kept for /server_info's "mock.hash" field. Always true now. */
 bool mock_tok_hash_is_sglang(void);
