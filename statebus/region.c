@@ -72,6 +72,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_ARETIRE] = sizeof(struct sb_retired);
 	count[SB_T_ASTATE] = p->arena_block_count;
 	stride[SB_T_ASTATE] = sizeof(uint8_t);
+	count[SB_T_STREAMS] = p->max_workers * p->max_dp_ranks;
+	stride[SB_T_STREAMS] = sizeof(struct sb_stream_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -360,6 +362,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->inflight_size = h->tables[SB_T_INFLIGHT].size;
 	out->arena_off = h->tables[SB_T_ARENA].off;
 	out->arena_size = h->tables[SB_T_ARENA].size;
+	out->streams_off = h->tables[SB_T_STREAMS].off;
+	out->streams_size = h->tables[SB_T_STREAMS].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)
@@ -399,7 +403,7 @@ int statebus_writer_lock(struct statebus_region *r, bool wait)
 	}
 	r->writer_locked = true;
 	/* A previous writer may have died between odd and even. */
-	int n = sb_load_repair(r) + sb_workers_repair(r);
+	int n = sb_load_repair(r) + sb_workers_repair(r) + sb_streams_repair(r);
 	if (n > 0)
 		sy_warn("region %s: repaired %d record(s) left mid-write by a dead writer",
 			r->path, n);
