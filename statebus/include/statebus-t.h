@@ -20,7 +20,7 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 2u /* 2: streams table */
+#define STATEBUS_LAYOUT_VERSION 3u /* 2: radix index tables; 3: + streams table */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -34,6 +34,7 @@
 #define STATEBUS_DEFAULT_MAX_PROCS 64u
 #define STATEBUS_DEFAULT_BLOCK_SIZE 256u     /* bytes */
 #define STATEBUS_DEFAULT_BLOCK_COUNT 16384u  /* 4 MiB of arena */
+#define STATEBUS_DEFAULT_INDEX_NODES 131072u /* radix index nodes (8 MiB) */
 /* Load freshness window: a rank's report older than this is stale
  * (SGLang EngineReportedLoadTable, sglang-wire.md §13). */
 #define STATEBUS_LOAD_FRESH_NS UINT64_C(5000000000)
@@ -44,6 +45,8 @@
 #define STATEBUS_MAX_PROCS_LIMIT 4096u
 #define STATEBUS_BLOCK_SIZE_MAX 65536u       /* bytes; multiple of 64 */
 #define STATEBUS_BLOCK_COUNT_MAX (1u << 24)
+#define STATEBUS_INDEX_NODES_MIN 16u
+#define STATEBUS_INDEX_NODES_MAX (1u << 26)  /* 4 GiB of nodes */
 
 /* Capacities of a region, fixed at creation. Passed to
  * statebus_region_open() by the creating process (NULL = all defaults);
@@ -55,6 +58,12 @@ struct statebus_params {
 	uint32_t arena_block_size;  /* bytes per arena block, multiple of 64 (default 256) */
 	uint32_t arena_block_count; /* arena blocks (default 16384) */
 	uint64_t load_fresh_ns;     /* freshness window, ns (default 5 s) */
+	uint32_t index_nodes;       /* radix index capacity in nodes = indexed
+	                               (block, position) pairs (default 131072;
+	                               64 B each + 4 B of hash bucket) */
+	uint32_t index_overflow;    /* overflow owner records, 7 owners each, for
+	                               blocks with more than one owner (default
+	                               index_nodes / 4; 64 B each) */
 };
 
 /* statebus_region_open() flags. */
@@ -90,7 +99,10 @@ struct statebus_header_info {
 	uint64_t load_off, load_size;
 	uint64_t inflight_off, inflight_size;
 	uint64_t arena_off, arena_size;
-	uint64_t streams_off, streams_size;
+	uint64_t index_nodes_off, index_nodes_size;       /* radix index node pool */
+	uint64_t index_buckets_off, index_buckets_size;   /* hash → node chains */
+	uint64_t index_overflow_off, index_overflow_size; /* extra owner records */
+	uint64_t streams_off, streams_size;               /* KV-event stream records */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -267,6 +279,63 @@ struct statebus_inflight_info {
 	int64_t in_flight;          /* requests currently dispatched */
 	uint64_t dispatches;        /* monotonic dispatch counter */
 	uint64_t last_dispatch_ns;  /* CLOCK_MONOTONIC, 0 = never */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Radix index (index.c; SGLang HashTree, sglang-wire.md §7, §11)           */
+
+/* Tier bits of an ownership (sglang-wire.md §7). A (worker, rank) owns a
+ * block when any bit is set: a host copy keeps a worker a candidate after
+ * the device copy was evicted. */
+#define STATEBUS_TIER_DEVICE 1u   /* medium "GPU", or medium absent */
+#define STATEBUS_TIER_HOST 2u     /* "CPU_PINNED" (and "CPU", counted by the decoder) */
+#define STATEBUS_TIER_DISK 4u     /* "DISK" */
+#define STATEBUS_TIER_EXTERNAL 8u /* "EXTERNAL" */
+#define STATEBUS_TIER_ALL 15u     /* untagged BlockRemoved: every tier */
+
+/* Hashes per store/remove call (sglang-wire.md §6 per-event cap). */
+#define STATEBUS_INDEX_CHAIN_MAX 65536u
+
+/* One result of statebus_index_match() / statebus_index_path(). */
+struct statebus_index_match {
+	uint32_t worker;     /* worker slot */
+	uint32_t worker_gen; /* generation of that slot the ownership belongs to
+	                        (always the slot's current one: stale owners of a
+	                        reused slot are never reported) */
+	uint32_t rank;       /* DP rank */
+	uint32_t depth;      /* match: contiguous blocks owned from the root, in any
+	                        tier, ≥ 1; path: the path length (blocks) */
+	uint32_t tiers;      /* STATEBUS_TIER_* bits held on the deepest counted block */
+};
+
+/* Index occupancy and counters (statebus_index_stats()). Counts are read
+ * individually (a live index moves while they are read). */
+struct statebus_index_stats {
+	uint32_t nodes;             /* live nodes (indexed block positions) */
+	uint32_t nodes_capacity;    /* params.index_nodes */
+	uint32_t nodes_retired;     /* unlinked, waiting for a grace period */
+	uint32_t overflow_used;     /* overflow owner records in use */
+	uint32_t overflow_capacity; /* params.index_overflow */
+	uint32_t buckets;           /* hash buckets (power of two) */
+	uint64_t owners;            /* (node, worker, rank) ownerships */
+	uint64_t stored_blocks;     /* blocks applied by statebus_index_store */
+	uint64_t removed_blocks;    /* hashes applied by statebus_index_remove */
+	uint64_t evictions;         /* leaves evicted because the pool was full */
+	uint64_t pruned;            /* ownerless childless nodes removed */
+	uint64_t dropped;           /* blocks not stored: pool or overflow exhausted */
+	uint64_t breadcrumbs;       /* chains attached at the root, parent unknown */
+	uint64_t resets;            /* statebus_index_reset() calls (incl. repairs) */
+	uint64_t bytes;             /* region bytes of the index tables */
+};
+
+/* Per (worker, rank) ownership totals (statebus_index_owner_stats()). */
+struct statebus_index_owner_stats {
+	uint32_t worker;       /* worker slot */
+	uint32_t worker_gen;
+	uint32_t rank;
+	uint32_t reserved;
+	uint64_t blocks;       /* nodes owned in any tier */
+	uint64_t tier_blocks[4]; /* nodes per tier: DEVICE, HOST, DISK, EXTERNAL */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -337,4 +337,92 @@ int statebus_inflight_read(const struct statebus_region *r, uint32_t proc, uint3
 int statebus_inflight_zero_row(struct statebus_region *r, uint32_t proc);
 int statebus_inflight_zero_worker(struct statebus_region *r, uint32_t worker);
 
+/* ======================================================================== */
+/* Radix index (index.c) — SGLang HashTree, sglang-wire.md §7, §8, §11      */
+/*
+ * One node per (block hash, position in a chain) in a fixed pool; children
+ * found by (parent, hash); a reverse map hash → every node carrying it
+ * (BlockRemoved carries no parent). Each node carries owner entries
+ * (worker slot + generation, DP rank, STATEBUS_TIER_* bits). Writers are the
+ * statebus's single writer thread ([writer]: statebus_writer_lock() held);
+ * readers are lock-free and never write the index.
+ */
+
+/* [writer] BlockStored: chain hashes[0..n) (n ≤ STATEBUS_INDEX_CHAIN_MAX)
+ * stored by (worker slot, DP rank) in `tiers` (non-zero STATEBUS_TIER_*
+ * bits, OR-ed into an existing ownership). The worker's generation is read
+ * from the workers table: an ownership left by an older generation of the
+ * slot is replaced, never inherited. Parent (sglang-wire.md §11 "Tree
+ * shape"): !has_parent → the chain starts at the root; one node carries
+ * `parent` → attach under it; several → prefer one (worker, rank) owns, then
+ * one the worker owns in any rank, then the most recently stored; none →
+ * attach at the root and keep `parent` as the first node's breadcrumb
+ * (counted). now_ns (CLOCK_MONOTONIC) stamps the nodes; the path and its
+ * ancestors become most recently used. When the pool is full the leaves
+ * used least recently are evicted (counted); a block that still finds no
+ * room ends the chain there (counted as dropped).
+ * Returns SY_OK, or SY_ENOSPC when part of the chain was dropped (the
+ * stored prefix stays). Errors: SY_EINVAL (worker/rank out of range, tiers
+ * 0 or > STATEBUS_TIER_ALL, n > cap, hashes NULL with n > 0), SY_ENOENT
+ * (worker slot free). */
+int statebus_index_store(struct statebus_region *r, uint32_t worker, uint32_t rank,
+			 bool has_parent, int64_t parent, const int64_t *hashes, size_t n,
+			 uint32_t tiers, uint64_t now_ns);
+
+/* [writer] BlockRemoved: clears `tiers` (STATEBUS_TIER_ALL for an untagged
+ * or unknown medium) of (worker, rank) — any generation — on every node
+ * carrying each of hashes[0..n); an ownership left with no tier is
+ * dropped; a node left ownerless and childless is unlinked (retired), and
+ * so are its ancestors that become ownerless and childless.
+ * Returns SY_OK (unknown hashes are ignored). Errors: SY_EINVAL. */
+int statebus_index_remove(struct statebus_region *r, uint32_t worker, uint32_t rank,
+			  const int64_t *hashes, size_t n, uint32_t tiers);
+
+/* [writer] AllBlocksCleared, PublisherReset, engine restart (seq 0): drops
+ * every ownership of (worker, rank) and prunes. O(index_nodes).
+ * Errors: SY_EINVAL. */
+int statebus_index_clear_rank(struct statebus_region *r, uint32_t worker, uint32_t rank);
+
+/* [writer] Worker removed (or its slot about to be reused): drops every
+ * ownership of the slot, all ranks and generations, and prunes.
+ * O(index_nodes). Errors: SY_EINVAL. */
+int statebus_index_clear_worker(struct statebus_region *r, uint32_t worker);
+
+/* [writer] Empties the index (statebus start: it is rebuilt from the
+ * engines' streams) and bumps the index incarnation (do not bump it again).
+ * Every node is retired; readers inside a bracket keep reading the old
+ * nodes until they leave. Also run by statebus_writer_lock() when a writer
+ * died in the middle of an index update. Returns SY_OK. */
+int statebus_index_reset(struct statebus_region *r);
+
+/* Reader: for each (worker slot, rank) owning a contiguous prefix of
+ * hashes[0..n) from the root (any tier, current slot generation only),
+ * its depth in blocks (≥ 1), in order of first appearance. Writes at most
+ * `cap` entries (owners beyond cap at the first block are not followed).
+ * Brackets itself (nests inside an open bracket); needs a claimed proc slot.
+ * Returns the number of entries written (≥ 0), or SY_EINVAL (NULL with
+ * n/cap > 0). A node under update past the seqlock retry bound ends the walk
+ * there (depths stay as found: a shorter match, never a torn one).
+ * Matched tokens = input_tokens × min(depth, n) / n (sglang-wire.md §11). */
+int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_t n,
+			 struct statebus_index_match *out, size_t cap);
+
+/* Reader: SGLang's match_prefix — walks hashes[0..n) from the root as far as
+ * nodes exist (owned or not); *blocks receives that path length and `out`
+ * the owners (current generations) of its last node, depth = *blocks.
+ * Returns the entries written (≥ 0, ≤ cap) or SY_EINVAL. */
+int statebus_index_path(struct statebus_region *r, const int64_t *hashes, size_t n,
+			uint32_t *blocks, struct statebus_index_match *out, size_t cap);
+
+/* Occupancy and counters (no bracket needed). */
+void statebus_index_stats(const struct statebus_region *r, struct statebus_index_stats *out);
+
+/* Reader (brackets itself): scans the node pool and totals ownerships per
+ * (worker, rank, generation), sorted by worker slot then rank; only
+ * `worker` when worker ≥ 0, else all. O(index_nodes); for tools (syctl
+ * index). Returns the number of distinct owners found (may exceed cap;
+ * min(cap, result) entries written) or SY_EINVAL. */
+int statebus_index_owner_stats(struct statebus_region *r, int64_t worker,
+			       struct statebus_index_owner_stats *out, size_t cap);
+
 #endif
