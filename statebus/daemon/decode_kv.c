@@ -83,6 +83,10 @@ static int read_hashes(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_even
 		return EV_BAD;
 	if (n > SBD_MAX_HASHES_PER_EVENT)
 		return EV_OVERSIZED;
+	ev->hashes = (const int64_t *)(uintptr_t)k->n_hashes;
+	ev->n_hashes = n;
+	if (n == 0)
+		return EV_OK; /* no scratch needed (it may still be NULL) */
 	if (grow((void **)&k->d->hashes, &k->d->hashes_cap, k->n_hashes + n, sizeof(int64_t)))
 		return -1;
 	int64_t *h = k->d->hashes + k->n_hashes;
