@@ -37,6 +37,9 @@
  * a retire ring of (index, epoch) and a state byte per block live outside
  * the blocks (so readers' blocks are untouched until reclaimed); the state
  * byte catches double free/retire with SB_BUG_ON-style errors.
+ *
+ * The radix index (index.c) keeps its own pools and retire FIFO but uses
+ * the same epochs through sb_epoch_stamp() and sb_epoch_safe().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -253,17 +256,22 @@ int statebus_retire(struct statebus_region *r, uint64_t off)
 	ring[tail].epoch = e;
 	astate(r)[idx] = SB_BLOCK_RETIRED;
 	CMM_STORE_SHARED(h->arena.retired, h->arena.retired + 1);
-	cmm_smp_wmb(); /* the caller's unpublish is visible before the new epoch */
-	CMM_STORE_SHARED(h->global_epoch, e + 1);
+	SB_BUG_ON(sb_epoch_stamp(r) != e); /* single writer: G cannot move meanwhile */
 	return SY_OK;
 }
 
-int statebus_reclaim(struct statebus_region *r)
+uint64_t sb_epoch_stamp(struct statebus_region *r)
 {
 	sb_assert_writer(r);
+	cmm_smp_wmb(); /* the caller's unpublish is visible before the new epoch */
+	uint64_t e = CMM_LOAD_SHARED(r->hdr->global_epoch);
+	CMM_STORE_SHARED(r->hdr->global_epoch, e + 1);
+	return e;
+}
+
+uint64_t sb_epoch_safe(struct statebus_region *r)
+{
 	struct statebus_hdr *h = r->hdr;
-	if (h->arena.retired == 0)
-		return 0;
 	cmm_smp_mb(); /* unpublish and epoch stores before the reader scan */
 	uint64_t min = CMM_LOAD_SHARED(h->global_epoch);
 	for (uint32_t i = 0; i < h->max_procs; i++) {
@@ -273,6 +281,16 @@ int statebus_reclaim(struct statebus_region *r)
 			min = e;
 	}
 	cmm_smp_mb(); /* scan complete before any block is poisoned */
+	return min;
+}
+
+int statebus_reclaim(struct statebus_region *r)
+{
+	sb_assert_writer(r);
+	struct statebus_hdr *h = r->hdr;
+	if (h->arena.retired == 0)
+		return 0;
+	uint64_t min = sb_epoch_safe(r);
 	struct sb_retired *ring = sb_table(r, SB_T_ARETIRE);
 	int freed = 0;
 	while (h->arena.retired > 0) {

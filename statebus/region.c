@@ -48,6 +48,17 @@ void statebus_params_default(struct statebus_params *p)
 	p->arena_block_size = STATEBUS_DEFAULT_BLOCK_SIZE;
 	p->arena_block_count = STATEBUS_DEFAULT_BLOCK_COUNT;
 	p->load_fresh_ns = STATEBUS_LOAD_FRESH_NS;
+	p->index_nodes = STATEBUS_DEFAULT_INDEX_NODES;
+	p->index_overflow = STATEBUS_DEFAULT_INDEX_NODES / 4;
+}
+
+/* Hash buckets of the index: the power of two ≥ index_nodes. */
+static uint32_t index_buckets(uint32_t nodes)
+{
+	uint32_t b = 1;
+	while (b < nodes)
+		b <<= 1;
+	return b;
 }
 
 static uint64_t round64(uint64_t n) { return (n + SB_LINE - 1) & ~(uint64_t)(SB_LINE - 1); }
@@ -72,6 +83,12 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_ARETIRE] = sizeof(struct sb_retired);
 	count[SB_T_ASTATE] = p->arena_block_count;
 	stride[SB_T_ASTATE] = sizeof(uint8_t);
+	count[SB_T_INODES] = p->index_nodes + 1; /* node 0 = root */
+	stride[SB_T_INODES] = sizeof(struct sb_index_node);
+	count[SB_T_IBUCKETS] = index_buckets(p->index_nodes);
+	stride[SB_T_IBUCKETS] = sizeof(uint32_t);
+	count[SB_T_IOVF] = p->index_overflow + 1; /* record 0 = none */
+	stride[SB_T_IOVF] = sizeof(struct sb_index_ovf);
 	count[SB_T_STREAMS] = p->max_workers * p->max_dp_ranks;
 	stride[SB_T_STREAMS] = sizeof(struct sb_stream_rec);
 }
@@ -83,10 +100,13 @@ static int check_params(const struct statebus_params *p, char *err, size_t cap)
 	    p->max_procs == 0 || p->max_procs > STATEBUS_MAX_PROCS_LIMIT ||
 	    p->arena_block_count == 0 || p->arena_block_count > STATEBUS_BLOCK_COUNT_MAX ||
 	    p->arena_block_size < SB_LINE || p->arena_block_size > STATEBUS_BLOCK_SIZE_MAX ||
-	    p->arena_block_size % SB_LINE != 0 || p->load_fresh_ns == 0) {
+	    p->arena_block_size % SB_LINE != 0 || p->load_fresh_ns == 0 ||
+	    p->index_nodes < STATEBUS_INDEX_NODES_MIN || p->index_nodes > STATEBUS_INDEX_NODES_MAX ||
+	    p->index_overflow > STATEBUS_INDEX_NODES_MAX || p->max_dp_ranks > SB_INDEX_RANK_MAX + 1) {
 		sb_errf(err, cap, "capacities out of range (workers %u, dp ranks %u, procs %u, "
-			"block size %u, blocks %u)", p->max_workers, p->max_dp_ranks,
-			p->max_procs, p->arena_block_size, p->arena_block_count);
+			"block size %u, blocks %u, index nodes %u, overflow %u)", p->max_workers,
+			p->max_dp_ranks, p->max_procs, p->arena_block_size, p->arena_block_count,
+			p->index_nodes, p->index_overflow);
 		return SY_ERANGE;
 	}
 	return SY_OK;
@@ -100,6 +120,8 @@ static void hdr_params(const struct statebus_hdr *h, struct statebus_params *p)
 	p->arena_block_size = h->arena_block_size;
 	p->arena_block_count = h->arena_block_count;
 	p->load_fresh_ns = h->load_fresh_ns;
+	p->index_nodes = h->index_nodes;
+	p->index_overflow = h->index_overflow;
 }
 
 /* Lays out the tables after the header; returns the total size. */
@@ -162,6 +184,11 @@ static int validate(const struct statebus_hdr *h, uint64_t file_size, const char
 		}
 		end = t->off + t->size;
 	}
+	if (h->index_buckets != index_buckets(h->index_nodes)) {
+		sb_errf(err, cap, "region %s: index buckets %u disagree with %u nodes", path,
+			h->index_buckets, h->index_nodes);
+		return SY_EMALFORMED;
+	}
 	if (h->global_epoch == 0) {
 		sb_errf(err, cap, "region %s: global epoch is zero", path);
 		return SY_EMALFORMED;
@@ -181,6 +208,10 @@ static void initialise(struct statebus_hdr *h, uint8_t *base, const struct state
 	h->arena_block_size = p->arena_block_size;
 	h->arena_block_count = p->arena_block_count;
 	h->load_fresh_ns = p->load_fresh_ns;
+	h->index_nodes = p->index_nodes;
+	h->index_overflow = p->index_overflow;
+	h->index_buckets = index_buckets(p->index_nodes);
+	/* index pools start empty: node_hw/ovf_hw hand out never-used entries */
 	h->created_wall_ns = sy_wall_ns();
 	h->global_epoch = 1;
 	h->index_incarnation = 1;
@@ -225,6 +256,11 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 		if (params->arena_block_size) p.arena_block_size = params->arena_block_size;
 		if (params->arena_block_count) p.arena_block_count = params->arena_block_count;
 		if (params->load_fresh_ns) p.load_fresh_ns = params->load_fresh_ns;
+		if (params->index_nodes) {
+			p.index_nodes = params->index_nodes;
+			p.index_overflow = params->index_nodes / 4;
+		}
+		if (params->index_overflow) p.index_overflow = params->index_overflow;
 	}
 	int rc = check_params(&p, err, errcap);
 	if (rc != SY_OK)
@@ -362,6 +398,12 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->inflight_size = h->tables[SB_T_INFLIGHT].size;
 	out->arena_off = h->tables[SB_T_ARENA].off;
 	out->arena_size = h->tables[SB_T_ARENA].size;
+	out->index_nodes_off = h->tables[SB_T_INODES].off;
+	out->index_nodes_size = h->tables[SB_T_INODES].size;
+	out->index_buckets_off = h->tables[SB_T_IBUCKETS].off;
+	out->index_buckets_size = h->tables[SB_T_IBUCKETS].size;
+	out->index_overflow_off = h->tables[SB_T_IOVF].off;
+	out->index_overflow_size = h->tables[SB_T_IOVF].size;
 	out->streams_off = h->tables[SB_T_STREAMS].off;
 	out->streams_size = h->tables[SB_T_STREAMS].size;
 }
@@ -403,7 +445,8 @@ int statebus_writer_lock(struct statebus_region *r, bool wait)
 	}
 	r->writer_locked = true;
 	/* A previous writer may have died between odd and even. */
-	int n = sb_load_repair(r) + sb_workers_repair(r) + sb_streams_repair(r);
+	int n = sb_load_repair(r) + sb_workers_repair(r) + sb_index_repair(r) +
+		sb_streams_repair(r);
 	if (n > 0)
 		sy_warn("region %s: repaired %d record(s) left mid-write by a dead writer",
 			r->path, n);

@@ -16,6 +16,11 @@
  *   afree     block_count × uint32_t: free-list stack of block indices
  *   aretire   block_count × struct sb_retired: FIFO ring (index, epoch)
  *   astate    block_count × uint8_t: SB_BLOCK_* of each block
+ *   inodes    (index_nodes + 1) × struct sb_index_node (64 B); node 0 is
+ *             the root, never allocated (index.c)
+ *   ibuckets  power-of-two ≥ index_nodes × uint32_t: hash-chain heads
+ *   iovf      (index_overflow + 1) × struct sb_index_ovf (64 B); record 0
+ *             unused (0 = none)
  *   streams   max_workers × max_dp_ranks × struct sb_stream_rec (128 B):
  *             seqlock + statebus_stream (KV-event stream state)
  *
@@ -61,6 +66,9 @@ enum sb_table_id {
 	SB_T_AFREE,
 	SB_T_ARETIRE,
 	SB_T_ASTATE,
+	SB_T_INODES,
+	SB_T_IBUCKETS,
+	SB_T_IOVF,
 	SB_T_STREAMS,
 	SB_T_COUNT_,
 };
@@ -94,6 +102,10 @@ struct statebus_hdr {
 	uint32_t reserved0;
 	uint64_t load_fresh_ns;
 	uint64_t created_wall_ns;
+	uint32_t index_nodes;
+	uint32_t index_overflow;
+	uint32_t index_buckets;               /* power of two */
+	uint32_t reserved1;
 	struct sb_table tables[SB_T_COUNT_];
 
 	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by retire */
@@ -112,6 +124,33 @@ struct statebus_hdr {
 		uint32_t retired;              /* entries in the ring */
 		uint32_t reserved;
 	} arena SB_ALIGNED;
+
+	struct sb_index_hdr {                  /* writer-only, read by stats */
+		uint32_t busy;                 /* 1 while an update runs (repair) */
+		uint32_t node_hw;              /* nodes ever handed out (1-based) */
+		uint32_t node_free;            /* free list head (lru_next links) */
+		uint32_t nodes;                /* live nodes */
+		uint32_t lru_head;             /* least recently used (a leaf) */
+		uint32_t lru_tail;             /* most recently used */
+		uint32_t ret_head;             /* retire FIFO (lru_next links) */
+		uint32_t ret_tail;
+		uint32_t retired;              /* nodes in the retire FIFO */
+		uint32_t ovf_hw;               /* overflow records ever handed out */
+		uint32_t ovf_free;             /* free list head (next links) */
+		uint32_t ovf_used;
+		uint32_t ret_pending;          /* first FIFO node not yet stamped */
+		uint32_t reserved;
+		uint64_t hold;                 /* after a reset: no pool entry is
+		                                  reused until the epoch passes it */
+		uint64_t owners;
+		uint64_t stored_blocks;
+		uint64_t removed_blocks;
+		uint64_t evictions;
+		uint64_t pruned;
+		uint64_t dropped;
+		uint64_t breadcrumbs;
+		uint64_t resets;
+	} index SB_ALIGNED;
 
 	uint64_t roots[STATEBUS_ROOTS_MAX] SB_ALIGNED;
 	uint64_t counters[STATEBUS_COUNTERS_MAX] SB_ALIGNED;
@@ -174,6 +213,67 @@ struct sb_retired {
 	uint32_t reserved;
 	uint64_t epoch;
 };
+
+/* Radix index (index.c). One owner entry is one 64-bit word, so readers
+ * load it in one access: generation (bits 0–31), worker slot (32–47), DP
+ * rank (48–59), tier bits (60–63). tiers == 0 (word 0) marks a free entry. */
+typedef uint64_t sb_index_owner;
+#define SB_OWN(gen, worker, rank, tiers)                                        \
+	((uint64_t)(uint32_t)(gen) | (uint64_t)((worker) & 0xffffu) << 32 |    \
+	 (uint64_t)((rank) & 0xfffu) << 48 | (uint64_t)((tiers) & 0xfu) << 60)
+#define SB_OWN_GEN(o) ((uint32_t)(o))
+#define SB_OWN_WORKER(o) ((uint32_t)((o) >> 32) & 0xffffu)
+#define SB_OWN_RANK(o) ((uint32_t)((o) >> 48) & 0xfffu)
+#define SB_OWN_TIERS(o) ((uint32_t)((o) >> 60))
+
+#define SB_INDEX_RANK_MAX 4095u
+#define SB_INDEX_OVF_OWNERS 7
+#define SB_INODE_LIVE 0x1u     /* flags: linked in the index */
+#define SB_INODE_CRUMB 0x2u    /* flags: crumb holds the missing parent's hash */
+#define SB_INODE_RETIRED 0x4u  /* flags: in the retire FIFO */
+
+/* One index node = one block hash at one tree position: one cache line.
+ * Reader-visible: hnext, parent, hash (immutable while linked, except
+ * hnext, which changes by single atomic stores), and the owner set (own0 +
+ * the ovf chain) under seq. The rest is writer-only; lru_next/lru_prev also
+ * link the free list and the retire FIFO, stamp holds the retire epoch. */
+struct sb_index_node {
+	uint32_t seq;          /* seqlock of the owner set */
+	uint32_t hnext;        /* next node of the same hash bucket, 0 = end */
+	uint32_t parent;       /* parent node, 0 = root */
+	uint32_t ovf;          /* first overflow owner record, 0 = none */
+	int64_t hash;          /* block hash (SGLang i64 id) */
+	sb_index_owner own0;
+	uint32_t lru_prev;     /* writer: LRU order (older) */
+	uint32_t lru_next;     /* writer: LRU order (newer); free/retire link */
+	uint32_t nchildren;    /* writer */
+	uint16_t nowners;      /* writer: owner entries in use */
+	uint16_t flags;        /* writer: SB_INODE_* */
+	uint64_t stamp;        /* writer: last store (ns); retire epoch when retired */
+	int64_t crumb;         /* writer: breadcrumb parent hash (SB_INODE_CRUMB) */
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_index_node) == SB_LINE, "index node is one cache line");
+
+/* Overflow owner record: 7 more owners of one node, chained. Belongs to its
+ * node until the node is reclaimed (never recycled while the node lives). */
+struct sb_index_ovf {
+	uint32_t next;         /* next record of the same node, 0 = end */
+	uint32_t reserved;     /* free-list link while free */
+	sb_index_owner own[SB_INDEX_OVF_OWNERS];
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_index_ovf) == SB_LINE, "overflow record is one cache line");
+
+/* Writer-lock repair of an index left mid-update by a dead writer: resets
+ * it (index.c). Returns 1 when it did, else 0. */
+int sb_index_repair(struct statebus_region *r);
+
+/* Epoch primitives shared by the arena and the index (epoch.c).
+ * sb_epoch_stamp: returns the epoch to stamp blocks unpublished just before
+ * (write barrier first) and advances the global epoch. sb_epoch_safe:
+ * every retired item stamped strictly below the returned epoch is
+ * unreachable by any reader (full barriers around the reader scan). */
+uint64_t sb_epoch_stamp(struct statebus_region *r);
+uint64_t sb_epoch_safe(struct statebus_region *r);
 
 /* Table base (bounds were checked at open, so a cast is safe). */
 static inline void *sb_table(const struct statebus_region *r, enum sb_table_id t)
