@@ -2,9 +2,9 @@
  *
  *   syctl [--shm PATH] [--json] COMMAND [options]
  *
- * Commands (Foundations; later issues add index, match, streams):
+ * Commands (Foundations; index and match from issue 3, syctl_index.c):
  *   create [--max-workers N] [--max-dp-ranks N] [--max-procs N]
- *          [--arena-blocks N] [--arena-block-size BYTES]
+ *          [--arena-blocks N] [--arena-block-size BYTES] [--index-nodes N]
  *                      create and initialise the region (attach if present),
  *                      then print its header
  *   destroy            unlink the region file (mappings stay until closed)
@@ -13,6 +13,14 @@
  *   load               per-worker load view (fresh or unknown) and per-rank records
  *   inflight           per-worker in-flight sums and the rows of each process
  *   readers            process slots (pid, role, published epoch, alive)
+ *   index [--worker URL]
+ *                      radix index occupancy, counters, blocks per tier of
+ *                      each (worker, DP rank)
+ *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]
+ *   match --hashes h1,h2,...
+ *                      per-(worker, rank) contiguous prefix depth in blocks
+ *                      (tokens hashed with the SGLang chain; block size and
+ *                      bigram from the workers' records unless given)
  *   streams            KV-event streams per worker × DP rank (cursor, gaps,
  *                      missing, resets, skipped, untrusted, last event age)
  *                      and the statebus's counters
@@ -24,6 +32,10 @@
  *                      "num_running_reqs": n|null, "num_waiting_reqs": n|null,
  *                      "num_used_tokens": n|null, "max_total_num_tokens": n|null,
  *                      ...}]}
+ *   match --json   → {"blocks": N, "matches": [{"worker": URL, "dp_rank": R,
+ *                      "depth": D, ...}]}
+ *   index --json   → {"nodes": n, "owners": n, ..., "workers": [{"worker": URL,
+ *                      "dp_rank": R, "blocks": n, "tiers": {"device": n, ...}}]}
  *   streams --json → {"streams": [{"worker": URL, "dp_rank": R, "cursor": n|null,
  *                      "gaps": n, "missing": n, "resets": n, "skipped": n,
  *                      "decode_failures": n, "untrusted": bool,
@@ -50,12 +62,7 @@
 #include "common/errors.h"
 #include "statebus.h"
 #include "statebus-counters.h"
-
-struct syctl_opts {
-	const char *shm;
-	bool json;
-	struct statebus_params params;
-};
+#include "syctl.h"
 
 static const char *const role_names[] = {"plain", "prefill", "decode"};
 static const char *const state_names[] = {"free", "active", "removing"};
@@ -72,14 +79,18 @@ static void usage(FILE *f)
 		"usage: syctl [--shm PATH] [--json] COMMAND\n"
 		"commands: create [--max-workers N] [--max-dp-ranks N] [--max-procs N]\n"
 		"                 [--arena-blocks N] [--arena-block-size BYTES]\n"
+		"                 [--index-nodes N]\n"
 		"          destroy | header | workers | load | inflight | readers | streams\n"
+		"          index [--worker URL]\n"
+		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]\n"
+		"          match --hashes h1,h2,...\n"
 		"--shm PATH   region file (default %s)\n"
 		"--json       machine-readable output (stable shapes)\n",
 		STATEBUS_DEFAULT_PATH);
 }
 
 /* Prints `obj` (stolen) as one JSON document on stdout. */
-static int emit_json(json_t *obj)
+int syctl_emit_json(json_t *obj)
 {
 	char *s = json_dumps(obj, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(obj);
@@ -132,6 +143,8 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 		json_object_set_new(cap, "max_procs", json_integer(h.params.max_procs));
 		json_object_set_new(cap, "arena_block_size", json_integer(h.params.arena_block_size));
 		json_object_set_new(cap, "arena_block_count", json_integer(h.params.arena_block_count));
+		json_object_set_new(cap, "index_nodes", json_integer(h.params.index_nodes));
+		json_object_set_new(cap, "index_overflow", json_integer(h.params.index_overflow));
 		json_object_set_new(cap, "load_fresh_ms",
 				    json_integer((json_int_t)(h.params.load_fresh_ns / 1000000u)));
 		json_object_set_new(t, "capacities", cap);
@@ -154,6 +167,9 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			{"load", h.load_off, h.load_size},
 			{"inflight", h.inflight_off, h.inflight_size},
 			{"arena", h.arena_off, h.arena_size},
+			{"index_nodes", h.index_nodes_off, h.index_nodes_size},
+			{"index_buckets", h.index_buckets_off, h.index_buckets_size},
+			{"index_overflow", h.index_overflow_off, h.index_overflow_size},
 		};
 		for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 			json_t *e = json_object();
@@ -162,7 +178,7 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			json_object_set_new(tables, tab[i].name, e);
 		}
 		json_object_set_new(t, "tables", tables);
-		return emit_json(t);
+		return syctl_emit_json(t);
 	}
 	printf("path               %s\n", o->shm);
 	printf("magic              0x%016" PRIx64 " (%s)\n", h.magic,
@@ -175,6 +191,9 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 	       h.params.max_workers, h.params.max_dp_ranks, h.params.max_procs,
 	       h.params.arena_block_count, h.params.arena_block_size);
 	printf("arena              %u free, %u retired\n", h.arena_free, h.arena_retired);
+	printf("index              %u nodes (%" PRIu64 " B), buckets %" PRIu64 " B, "
+	       "%u overflow records (%" PRIu64 " B)\n", h.params.index_nodes, h.index_nodes_size,
+	       h.index_buckets_size, h.params.index_overflow, h.index_overflow_size);
 	if (h.daemon_pid)
 		printf("statebus           pid %d, %s, heartbeat %" PRIu64 " ms ago\n", h.daemon_pid,
 		       live ? "live" : "NOT live", (now - h.daemon_heartbeat_ns) / 1000000u);
@@ -279,7 +298,7 @@ static int cmd_workers(struct statebus_region *r, const struct syctl_opts *o)
 	if (o->json) {
 		json_t *t = json_object();
 		json_object_set_new(t, "workers", c.arr);
-		return emit_json(t);
+		return syctl_emit_json(t);
 	}
 	if (c.n == 0)
 		printf("(no workers)\n");
@@ -363,7 +382,7 @@ static int cmd_load(struct statebus_region *r, const struct syctl_opts *o)
 	if (o->json) {
 		json_t *t = json_object();
 		json_object_set_new(t, "workers", c.arr);
-		return emit_json(t);
+		return syctl_emit_json(t);
 	}
 	if (c.n == 0)
 		printf("(no workers)\n");
@@ -422,7 +441,7 @@ static int cmd_inflight(struct statebus_region *r, const struct syctl_opts *o)
 	if (o->json) {
 		json_t *t = json_object();
 		json_object_set_new(t, "workers", c.arr);
-		return emit_json(t);
+		return syctl_emit_json(t);
 	}
 	if (c.n == 0)
 		printf("(no workers)\n");
@@ -480,7 +499,7 @@ static int cmd_readers(struct statebus_region *r, const struct syctl_opts *o)
 		json_t *t = json_object();
 		json_object_set_new(t, "global_epoch", json_integer((json_int_t)h.global_epoch));
 		json_object_set_new(t, "readers", arr);
-		return emit_json(t);
+		return syctl_emit_json(t);
 	}
 	if (n == 0)
 		printf("(no process slots claimed)\n");
@@ -554,7 +573,7 @@ static int cmd_streams(struct statebus_region *r, const struct syctl_opts *o)
 			json_object_set_new(ctr, statebus_counter_name(i),
 					    json_integer((json_int_t)statebus_counter_get(r, i)));
 		json_object_set_new(t, "counters", ctr);
-		return emit_json(t);
+		return syctl_emit_json(t);
 	}
 	if (c.n == 0)
 		printf("(no streams)\n");
@@ -585,7 +604,9 @@ int main(int argc, char **argv)
 {
 	struct syctl_opts o = {.shm = STATEBUS_DEFAULT_PATH};
 	memset(&o.params, 0, sizeof(o.params));
-	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE };
+	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE,
+	       OPT_INDEX_NODES, OPT_WORKER, OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM,
+	       OPT_SALT };
 	static const struct option longopts[] = {
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
@@ -595,6 +616,13 @@ int main(int argc, char **argv)
 		{"max-procs", required_argument, NULL, OPT_MAX_PROCS},
 		{"arena-blocks", required_argument, NULL, OPT_BLOCKS},
 		{"arena-block-size", required_argument, NULL, OPT_BLOCK_SIZE},
+		{"index-nodes", required_argument, NULL, OPT_INDEX_NODES},
+		{"worker", required_argument, NULL, OPT_WORKER},
+		{"tokens", required_argument, NULL, OPT_TOKENS},
+		{"hashes", required_argument, NULL, OPT_HASHES},
+		{"block-size", required_argument, NULL, OPT_KV_BLOCK},
+		{"bigram", no_argument, NULL, OPT_BIGRAM},
+		{"salt", required_argument, NULL, OPT_SALT},
 		{NULL, 0, NULL, 0},
 	};
 	int c, li = -1;
@@ -612,6 +640,19 @@ int main(int argc, char **argv)
 		case OPT_MAX_PROCS: dst = &o.params.max_procs; break;
 		case OPT_BLOCKS: dst = &o.params.arena_block_count; break;
 		case OPT_BLOCK_SIZE: dst = &o.params.arena_block_size; break;
+		case OPT_INDEX_NODES: dst = &o.params.index_nodes; break;
+		case OPT_WORKER: o.worker = optarg; break;
+		case OPT_TOKENS: o.tokens = optarg; break;
+		case OPT_HASHES: o.hashes = optarg; break;
+		case OPT_BIGRAM: o.bigram = true; break;
+		case OPT_SALT: o.salt = optarg; break;
+		case OPT_KV_BLOCK:
+			bad = parse_u32("block-size", optarg, &o.block_size);
+			if (!bad && o.block_size == 0) {
+				fprintf(stderr, "syctl: block-size: must be > 0\n");
+				bad = 1;
+			}
+			break;
 		default: usage(stderr); return 2;
 		}
 		if (dst != NULL) {
@@ -643,7 +684,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (o.json)
-			return emit_json(json_pack("{s:s,s:b}", "path", o.shm, "destroyed", 1));
+			return syctl_emit_json(json_pack("{s:s,s:b}", "path", o.shm, "destroyed", 1));
 		printf("destroyed %s\n", o.shm);
 		return 0;
 	}
@@ -652,6 +693,7 @@ int main(int argc, char **argv)
 		{"create", cmd_header}, {"header", cmd_header},	  {"workers", cmd_workers},
 		{"load", cmd_load},	{"inflight", cmd_inflight}, {"readers", cmd_readers},
 		{"streams", cmd_streams},
+		{"index", syctl_cmd_index}, {"match", syctl_cmd_match},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(cmd, cmds[i].name) != 0)

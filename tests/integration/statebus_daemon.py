@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""statebus_daemon.py STATEBUS SYCTL INDEX_PROBE — switchyard-statebus against
+"""statebus_daemon.py STATEBUS SYCTL — switchyard-statebus against
 fake SGLang engines written independently of its decoder.
 
 Each fake engine is Python only: http.server for /server_info and /health,
@@ -7,7 +7,8 @@ ZeroMQ XPUB sockets (wire-compatible with the engine's PUB; XPUB tells us when
 the statebus's subscription arrived, so nothing is lost to the slow-joiner
 window) for KV events and LoadStat, msgpack from Debian's python3-msgpack.
 Payloads follow sglang-wire.md §2, §4, §5, §12 in both event encodings.
-Assertions read the region through `syctl --json` and index_probe; every wait
+Assertions read the region through `syctl --json` (workers, load, streams,
+match, header); every wait
 polls for a state with a deadline, never sleeps for a fixed time and hopes.
 Run with /usr/bin/python3 (Debian's python3-zmq and python3-msgpack).
 """
@@ -25,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import msgpack
 import zmq
 
-STATEBUS, SYCTL, PROBE = sys.argv[1:4]
+STATEBUS, SYCTL = sys.argv[1:3]
 SHM = "/dev/shm/sy-test-sbd-%d" % os.getpid()
 CTL = "ipc://%s.ctl" % SHM
 LOG = "/tmp/sy-test-sbd-%d.log" % os.getpid()
@@ -145,16 +146,10 @@ def syctl(*args):
     return json.loads(out.stdout)
 
 
-def probe(hashes):
-    out = subprocess.run([PROBE, "--shm", SHM, ",".join(str(h) for h in hashes)],
-                         capture_output=True, text=True, timeout=10)
-    if out.returncode != 0:
-        fail("index_probe: %s" % out.stderr)
-    return json.loads(out.stdout)
-
-
 def depths(hashes):
-    return {(m["worker"], m["dp_rank"]): m["depth"] for m in probe(hashes)["matches"]}
+    m = syctl("match", "--hashes", ",".join(str(h) for h in hashes))
+    assert m["blocks"] == len(hashes), m
+    return {(x["worker"], x["dp_rank"]): x["depth"] for x in m["matches"]}
 
 
 def wait_for(what, fn, timeout=10.0):

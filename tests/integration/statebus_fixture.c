@@ -12,12 +12,18 @@
  *        only rank 0 reported → load unknown ("missing")
  *   slot of http://127.0.0.1:30003  decode, dp 1: report 10 s old → "stale"
  *   in-flight: 2 requests dispatched to 30001 by this process.
+ *   index (SGLang block-hash chain of tokens 1..64, block size 16 → 4 ids):
+ *        30001 rank 0 all 4 blocks (device); 30002 rank 1 the first 2
+ *        (host); 30003 rank 0 all 4 then block 2 removed → depths 4, 2, 1;
+ *        and chain [1,2,3,4] at block size 4 (id -3488128144981237669,
+ *        sglang-wire.md §11 golden) for 30001 rank 0 → 5 nodes, 10 owners.
  * Prints "ready" on stdout when done.
  */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/blockhash.h"
 #include "common/clock.h"
 #include "statebus.h"
 
@@ -77,6 +83,22 @@ int main(int argc, char **argv)
 		return 1;
 	rep.recv_mono_ns = now - 10 * UINT64_C(1000000000);
 	if (statebus_load_write(r, s3, g3, 0, &rep))
+		return 1;
+	uint32_t tok[64];
+	for (uint32_t i = 0; i < 64; i++)
+		tok[i] = i + 1;
+	int64_t ids[4], golden;
+	struct sy_blockhash_params hp;
+	if (sy_blockhash_params_init(&hp, 16, false, NULL, 0) != SY_OK ||
+	    sy_blockhash_chain(tok, 64, &hp, ids, 4, NULL) != 4 ||
+	    sy_blockhash_params_init(&hp, 4, false, NULL, 0) != SY_OK ||
+	    sy_blockhash_chain(tok, 4, &hp, &golden, 1, NULL) != 1)
+		return 1;
+	if (statebus_index_store(r, s1, 0, false, 0, ids, 4, STATEBUS_TIER_DEVICE, now) ||
+	    statebus_index_store(r, s2, 1, false, 0, ids, 2, STATEBUS_TIER_HOST, now) ||
+	    statebus_index_store(r, s3, 0, false, 0, ids, 4, STATEBUS_TIER_DEVICE, now) ||
+	    statebus_index_remove(r, s3, 0, &ids[1], 1, STATEBUS_TIER_ALL) ||
+	    statebus_index_store(r, s1, 0, false, 0, &golden, 1, STATEBUS_TIER_DEVICE, now))
 		return 1;
 	statebus_writer_unlock(r);
 	statebus_inflight_acquire(r, proc, s1, now);

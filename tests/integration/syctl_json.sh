@@ -59,6 +59,49 @@ assert w["http://127.0.0.1:30002"]["in_flight"] == 0
 import json,sys; d=json.load(sys.stdin)
 assert len(d["readers"]) == 1 and d["readers"][0]["role"] == "tool" and d["readers"][0]["alive"], d
 '
+# Index and match (fixture: chain of tokens 1..64 at block size 16).
+"$syctl" --shm "$shm" index --json | $py -c '
+import json,sys; d=json.load(sys.stdin)
+assert d["nodes"] == 5 and d["owners"] == 10 and d["evictions"] == 0, d
+w={(x["worker"], x["dp_rank"]): x for x in d["workers"]}
+a = w[("http://127.0.0.1:30001", 0)]
+assert a["blocks"] == 5 and a["tiers"]["device"] == 5 and a["tiers"]["host"] == 0 and a["current"], a
+b = w[("http://127.0.0.1:30002", 1)]
+assert b["blocks"] == 2 and b["tiers"]["host"] == 2 and b["tiers"]["device"] == 0, b
+assert w[("http://127.0.0.1:30003", 0)]["blocks"] == 3, w
+'
+"$syctl" --shm "$shm" index --worker http://127.0.0.1:30002/ --json | $py -c '
+import json,sys; d=json.load(sys.stdin)
+assert [(x["worker"], x["dp_rank"], x["blocks"]) for x in d["workers"]] == [("http://127.0.0.1:30002", 1, 2)], d
+'
+tokens=$(seq -s, 1 64)
+"$syctl" --shm "$shm" match --tokens "$tokens" --json | $py -c '
+import json,sys; d=json.load(sys.stdin)
+assert d["blocks"] == 4 and d["block_size"] == 16, d   # block size from the worker records
+got = [(m["worker"], m["dp_rank"], m["depth"]) for m in d["matches"]]
+assert got == [("http://127.0.0.1:30001", 0, 4), ("http://127.0.0.1:30002", 1, 2),
+               ("http://127.0.0.1:30003", 0, 1)], got
+assert d["matches"][1]["tiers"] == ["host"], d
+'
+"$syctl" --shm "$shm" match --tokens "$tokens" --block-size 32 --json | $py -c '
+import json,sys; d=json.load(sys.stdin)
+assert d["blocks"] == 2 and d["matches"] == [], d
+'
+for args in "--hashes -3488128144981237669" "--tokens 1,2,3,4 --block-size 4"; do
+"$syctl" --shm "$shm" match $args --json | $py -c '
+import json,sys; d=json.load(sys.stdin)
+assert d["blocks"] == 1, d
+assert [(m["worker"], m["dp_rank"], m["depth"]) for m in d["matches"]] == [("http://127.0.0.1:30001", 0, 1)], d
+'
+done
+"$syctl" --shm "$shm" match --tokens "$tokens" | grep -q "http://127.0.0.1:30002 .*rank 1 .*depth 2" || fail "text match output"
+"$syctl" --shm "$shm" header --json | $py -c '
+import json,sys; h=json.load(sys.stdin)
+for t in ("index_nodes", "index_buckets", "index_overflow"):
+    assert h["tables"][t]["size"] > 0, h
+assert h["capacities"]["index_nodes"] == 131072, h
+'
+
 # Text output names every worker.
 "$syctl" --shm "$shm" workers | grep -q "http://127.0.0.1:30003" || fail "text workers output"
 
@@ -76,6 +119,8 @@ import json,sys; assert json.load(sys.stdin)["readers"] == []'
 set +e
 "$syctl" --shm "$shm" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown command must exit 2"
 "$syctl" --shm "$shm" workers --max-workers 3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "capacity option outside create must exit 2"
+"$syctl" --shm "$shm" match >/dev/null 2>&1; [ $? -eq 2 ] || fail "match without --tokens/--hashes must exit 2"
+"$syctl" --shm "$shm" match --tokens 1,x >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad token list must exit 2"
 set -e
 
 # A region of another layout version is refused with a clear message.

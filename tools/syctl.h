@@ -1,0 +1,33 @@
+/* syctl.h — shared between syctl's command files (syctl.c: region, workers,
+ * load, in-flight, readers; syctl_index.c: index, match). */
+#ifndef SY_TOOLS_SYCTL_H
+#define SY_TOOLS_SYCTL_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "statebus.h"
+
+struct syctl_opts {
+	const char *shm;
+	bool json;
+	struct statebus_params params;
+	/* index / match */
+	const char *worker;    /* --worker URL (index): one worker only */
+	const char *tokens;    /* --tokens 1,2,... (match) */
+	const char *hashes;    /* --hashes h1,h2,... (match) */
+	const char *salt;      /* --salt S (match): cache_salt of the chain */
+	uint32_t block_size;   /* --block-size N (match); 0 = from the workers */
+	bool bigram;           /* --bigram (match) */
+};
+
+/* Prints `obj` (stolen) as one JSON document on stdout; 0 or 1. */
+int syctl_emit_json(json_t *obj);
+
+/* syctl index [--worker ID]: index occupancy and per-(worker, rank) tiers. */
+int syctl_cmd_index(struct statebus_region *r, const struct syctl_opts *o);
+/* syctl match --tokens ... | --hashes ...: per-(worker, rank) depths. */
+int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o);
+
+#endif
