@@ -68,7 +68,7 @@ def free_ports(n):
 class Engine:
     """A fake SGLang engine: HTTP + KV XPUB per rank + LoadStat XPUB."""
 
-    def __init__(self, name, block_size=4, dp=1, kv=True, load=True, spec=None):
+    def __init__(self, name, block_size=4, dp=1, kv=True, load=True, spec=None, replay=False):
         self.name = name
         self.http_port = free_port()
         self.kv_base = free_ports(dp)
@@ -85,6 +85,14 @@ class Engine:
                 info["kv_events"]["load_endpoint_port_base"] = self.load_base
                 info["kv_events"]["load_topic"] = "load"
         self.info = info
+        self.buffer = {}  # seq -> payload bytes, answered by the replay ROUTER
+        if replay:
+            self.replay_port = free_port()
+            info["kv_events"]["replay_port_base"] = self.replay_port
+            self.router = ZCTX.socket(zmq.ROUTER)
+            self.router.setsockopt(zmq.LINGER, 0)
+            self.router.bind("tcp://127.0.0.1:%d" % self.replay_port)
+            threading.Thread(target=self.serve_replay, daemon=True).start()
         self.kv = []
         self.load = []
         for r in range(dp):
@@ -119,6 +127,15 @@ class Engine:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.url = "http://127.0.0.1:%d" % self.http_port
 
+    def serve_replay(self):
+        """sglang-wire.md §3, newer 4-frame form: ["", topic, seq, payload]... END_SEQ."""
+        while True:
+            ident, delim, start = self.router.recv_multipart()
+            first = struct.unpack(">q", start)[0]
+            for seq in sorted(q for q in self.buffer if q >= first):
+                self.router.send_multipart([ident, b"", b"", struct.pack(">q", seq), self.buffer[seq]])
+            self.router.send_multipart([ident, b"", b"", END_SEQ, b""])
+
     def wait_subscribed(self, sock, timeout=10):
         deadline = time.monotonic() + timeout
         while True:  # skip unsubscriptions of an earlier statebus
@@ -128,9 +145,13 @@ class Engine:
             if sock.recv()[:1] == b"\x01":
                 return
 
-    def send_kv(self, seq, payload, rank=0, raw=False):
+    def send_kv(self, seq, payload, rank=0, raw=False, publish=True):
         data = payload if raw else msgpack.packb(payload, use_bin_type=True)
         seq8 = seq if isinstance(seq, bytes) else struct.pack(">q", seq)
+        if isinstance(seq, int):
+            self.buffer[seq] = data
+        if not publish:  # lost on the live stream (PUB HWM), kept for replay
+            return
         self.kv[rank].send_multipart([b"", seq8, data])
 
     def send_load(self, fields, rank=0, seq=0):
@@ -303,6 +324,24 @@ def main():
     assert control({"op": "remove_worker", "url": d.url})["ok"]
     wait_for("D removed", lambda: d.url not in workers() and depths([31, 32]) == {})
     assert control({"op": "frobnicate"})["ok"] is False
+
+    # ---- a forward gap filled from the replay ROUTER --------------------------
+    e = Engine("E", block_size=4, replay=True)
+    assert control({"op": "add_worker", "url": e.url})["ok"]
+    e.wait_subscribed(e.kv[0])
+    wait_for("E discovered", lambda: workers()[e.url]["kv_events"]["replay_port_base"] == e.replay_port)
+    e.send_kv(0, [1.0, [["BlockStored", [61], None, [1, 2, 3, 4], 4, None]], 0])
+    e.send_kv(1, [1.0, [["BlockStored", [62], 61, [1, 2, 3, 4], 4, None]], 0], publish=False)
+    e.send_kv(2, [1.0, [{"type": "BlockStored", "block_hashes": [63], "parent_block_hash": 62,
+                         "token_ids": [1, 2, 3, 4], "block_size": 4}], 0], publish=False)
+    e.send_kv(3, [1.0, [["BlockStored", [64], 63, [1, 2, 3, 4], 4, None]], 0])
+    wait_for("replayed chain", lambda: depths([61, 62, 63, 64]).get((e.url, 0)) == 4)
+    s = stream(e.url)
+    assert (s["cursor"], s["gaps"], s["missing"], s["untrusted"], s["replaying"]) == (3, 0, 0, False, False), s
+    ctr = counters()
+    assert ctr["switchyard_kv_event_replay_requests_total"] == 1, ctr
+    assert ctr["switchyard_kv_event_replayed_batches_total"] == 2, ctr
+    assert control({"op": "remove_worker", "url": e.url})["ok"]
 
     # ---- a second statebus on the same region refuses to start ---------------
     out = subprocess.run([STATEBUS, "--shm", SHM, "--control-endpoint", CTL + "2"],
