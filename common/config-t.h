@@ -105,6 +105,15 @@ struct sy_config_statebus {
 	char *control_endpoint;  /* ZMQ REP; default "ipc://<state.shm_path>.ctl" */
 	char *query_endpoint;    /* ZMQ ROUTER for remote prefix queries; NULL off */
 	int health_interval_ms;  /* worker health probe period */
+	int health_timeout_ms;        /* one /health probe */
+	int health_failure_threshold; /* consecutive failures → unhealthy */
+	int health_success_threshold; /* consecutive successes → healthy again */
+	int discovery_timeout_ms;     /* one GET /server_info attempt */
+	int discovery_attempts;       /* attempts per discovery round */
+	int discovery_backoff_ms;     /* first retry delay, doubling */
+	int discovery_retry_ms;       /* next round after a failed one */
+	int replay_timeout_ms;        /* budget of one replay fetch (sglang-wire.md §3) */
+	int heartbeat_interval_ms;    /* statebus heartbeat in the region header */
 };
 
 struct sy_config {

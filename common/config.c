@@ -132,6 +132,15 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_STR_F(B, control_endpoint, NULL, SY_CFG_NULLABLE, hook_zmq_endpoint),
 	SY_CFG_STR_F(B, query_endpoint, NULL, SY_CFG_NULLABLE, hook_zmq_endpoint),
 	SY_CFG_INT_F(B, health_interval_ms, 10, 3600000, 1000, 0),
+	SY_CFG_INT_F(B, health_timeout_ms, 10, 600000, 5000, 0),
+	SY_CFG_INT_F(B, health_failure_threshold, 1, 1000, 3, 0),
+	SY_CFG_INT_F(B, health_success_threshold, 1, 1000, 2, 0),
+	SY_CFG_INT_F(B, discovery_timeout_ms, 10, 600000, 2000, 0),
+	SY_CFG_INT_F(B, discovery_attempts, 1, 100, 3, 0),
+	SY_CFG_INT_F(B, discovery_backoff_ms, 1, 60000, 100, 0),
+	SY_CFG_INT_F(B, discovery_retry_ms, 10, 3600000, 5000, 0),
+	SY_CFG_INT_F(B, replay_timeout_ms, 10, 600000, 2000, 0),
+	SY_CFG_INT_F(B, heartbeat_interval_ms, 10, 60000, 1000, 0),
 };
 static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);

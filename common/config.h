@@ -29,7 +29,11 @@
  *              max_body_bytes: 33554432, tokenizer: {kind: bytes, path},
  *              access_log, admin_api_key}
  *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
- *              health_interval_ms: 1000}
+ *              health_interval_ms: 1000, health_timeout_ms: 5000,
+ *              health_failure_threshold: 3, health_success_threshold: 2,
+ *              discovery_timeout_ms: 2000, discovery_attempts: 3,
+ *              discovery_backoff_ms: 100, discovery_retry_ms: 5000,
+ *              replay_timeout_ms: 2000, heartbeat_interval_ms: 1000}
  */
 #ifndef SY_COMMON_CONFIG_H
 #define SY_COMMON_CONFIG_H

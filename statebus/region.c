@@ -89,6 +89,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_IBUCKETS] = sizeof(uint32_t);
 	count[SB_T_IOVF] = p->index_overflow + 1; /* record 0 = none */
 	stride[SB_T_IOVF] = sizeof(struct sb_index_ovf);
+	count[SB_T_STREAMS] = p->max_workers * p->max_dp_ranks;
+	stride[SB_T_STREAMS] = sizeof(struct sb_stream_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -402,6 +404,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->index_buckets_size = h->tables[SB_T_IBUCKETS].size;
 	out->index_overflow_off = h->tables[SB_T_IOVF].off;
 	out->index_overflow_size = h->tables[SB_T_IOVF].size;
+	out->streams_off = h->tables[SB_T_STREAMS].off;
+	out->streams_size = h->tables[SB_T_STREAMS].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)
@@ -441,7 +445,8 @@ int statebus_writer_lock(struct statebus_region *r, bool wait)
 	}
 	r->writer_locked = true;
 	/* A previous writer may have died between odd and even. */
-	int n = sb_load_repair(r) + sb_workers_repair(r) + sb_index_repair(r);
+	int n = sb_load_repair(r) + sb_workers_repair(r) + sb_index_repair(r) +
+		sb_streams_repair(r);
 	if (n > 0)
 		sy_warn("region %s: repaired %d record(s) left mid-write by a dead writer",
 			r->path, n);

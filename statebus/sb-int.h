@@ -21,6 +21,8 @@
  *   ibuckets  power-of-two ≥ index_nodes × uint32_t: hash-chain heads
  *   iovf      (index_overflow + 1) × struct sb_index_ovf (64 B); record 0
  *             unused (0 = none)
+ *   streams   max_workers × max_dp_ranks × struct sb_stream_rec (128 B):
+ *             seqlock + statebus_stream (KV-event stream state)
  *
  * The arena's bookkeeping lives outside the blocks, so a block handed to
  * readers is never written by the allocator until it is reclaimed.
@@ -67,6 +69,7 @@ enum sb_table_id {
 	SB_T_INODES,
 	SB_T_IBUCKETS,
 	SB_T_IOVF,
+	SB_T_STREAMS,
 	SB_T_COUNT_,
 };
 
@@ -197,6 +200,14 @@ struct sb_inflight {
 };
 _Static_assert(sizeof(struct sb_inflight) == 32, "in-flight cell is 32 bytes");
 
+/* One KV-event stream (worker × rank): seqlock + the public record. */
+struct sb_stream_rec {
+	uint32_t seq;
+	uint32_t reserved;
+	struct statebus_stream s;
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_stream_rec) == 2 * SB_LINE, "stream record is two cache lines");
+
 struct sb_retired {
 	uint32_t idx;
 	uint32_t reserved;
@@ -291,6 +302,11 @@ static inline struct sb_inflight *sb_inflight_at(const struct statebus_region *r
 	return (struct sb_inflight *)sb_table(r, SB_T_INFLIGHT) + (uint64_t)p * r->hdr->max_workers + w;
 }
 
+static inline struct sb_stream_rec *sb_stream_at(const struct statebus_region *r, uint32_t w, uint32_t rank)
+{
+	return (struct sb_stream_rec *)sb_table(r, SB_T_STREAMS) + (uint64_t)w * r->hdr->max_dp_ranks + rank;
+}
+
 /* Seqlock, writer side (writer lock held): odd → write → even. */
 static inline uint32_t sb_seq_write_begin(uint32_t *seq)
 {
@@ -336,6 +352,7 @@ int sb_proc_stat(int32_t pid, uint64_t *start_time);
  * workers.c). Return the number of records repaired. */
 int sb_load_repair(struct statebus_region *r);
 int sb_workers_repair(struct statebus_region *r);
+int sb_streams_repair(struct statebus_region *r);
 
 /* Σ of the in-flight dispatch counters of worker slot w (inflight.c). */
 uint64_t sb_inflight_dispatches(const struct statebus_region *r, uint32_t w);

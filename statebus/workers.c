@@ -111,6 +111,7 @@ int statebus_worker_add(struct statebus_region *r, const struct statebus_worker 
 		return SY_ENOSPC;
 	uint32_t i = (uint32_t)free_slot;
 	statebus_load_clear_worker(r, i);
+	statebus_streams_clear_worker(r, i);
 	statebus_inflight_zero_worker(r, i);
 	struct sb_worker_rec *rec = sb_worker_at(r, i);
 	uint32_t s = sb_seq_write_begin(&rec->seq);
@@ -180,6 +181,7 @@ int statebus_worker_remove(struct statebus_region *r, uint32_t slot, uint32_t ge
 	rec->w.state = STATEBUS_WORKER_FREE; /* generation kept: bumped on reuse */
 	sb_seq_write_end(&rec->seq, s);
 	statebus_load_clear_worker(r, slot);
+	statebus_streams_clear_worker(r, slot);
 	return SY_OK;
 }
 
@@ -262,6 +264,7 @@ int sb_workers_repair(struct statebus_region *r)
 		cmm_smp_wmb();
 		CMM_STORE_SHARED(rec->seq, s + 1);
 		statebus_load_clear_worker(r, i);
+		statebus_streams_clear_worker(r, i);
 		n++;
 	}
 	return n;

@@ -21,6 +21,9 @@
  *                      per-(worker, rank) contiguous prefix depth in blocks
  *                      (tokens hashed with the SGLang chain; block size and
  *                      bigram from the workers' records unless given)
+ *   streams            KV-event streams per worker × DP rank (cursor, gaps,
+ *                      missing, resets, skipped, untrusted, last event age)
+ *                      and the statebus's counters
  *
  * JSON shapes are stable (scripts rely on them; fields may be added):
  *   workers --json → {"workers": [{"worker": URL, "role": "plain|prefill|decode",
@@ -33,6 +36,11 @@
  *                      "depth": D, ...}]}
  *   index --json   → {"nodes": n, "owners": n, ..., "workers": [{"worker": URL,
  *                      "dp_rank": R, "blocks": n, "tiers": {"device": n, ...}}]}
+ *   streams --json → {"streams": [{"worker": URL, "dp_rank": R, "cursor": n|null,
+ *                      "gaps": n, "missing": n, "resets": n, "skipped": n,
+ *                      "decode_failures": n, "untrusted": bool,
+ *                      "last_event_age_ms": n|null, ...}],
+ *                     "counters": {"switchyard_kv_event_..._total": n, ...}}
  * Values that are unknown (stale, missing or torn load) are JSON null, never 0.
  *
  * syctl never takes the writer lock except for `create`, and reads the
@@ -53,6 +61,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "statebus.h"
+#include "statebus-counters.h"
 #include "syctl.h"
 
 static const char *const role_names[] = {"plain", "prefill", "decode"};
@@ -71,7 +80,7 @@ static void usage(FILE *f)
 		"commands: create [--max-workers N] [--max-dp-ranks N] [--max-procs N]\n"
 		"                 [--arena-blocks N] [--arena-block-size BYTES]\n"
 		"                 [--index-nodes N]\n"
-		"          destroy | header | workers | load | inflight | readers\n"
+		"          destroy | header | workers | load | inflight | readers | streams\n"
 		"          index [--worker URL]\n"
 		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]\n"
 		"          match --hashes h1,h2,...\n"
@@ -497,6 +506,85 @@ static int cmd_readers(struct statebus_region *r, const struct syctl_opts *o)
 	return 0;
 }
 
+/* ---- streams ------------------------------------------------------------ */
+
+static void stream_rows(uint32_t slot, const struct statebus_worker *w, void *arg)
+{
+	struct list_ctx *c = arg;
+	for (uint32_t k = 0; k < w->dp_size; k++) {
+		struct statebus_stream st;
+		int rc = statebus_stream_read(c->r, slot, k, &st);
+		if (rc == SY_ESTALE)
+			fprintf(stderr, "syctl: stream %u/%u is mid-write (torn); skipped\n", slot, k);
+		if (rc != SY_OK || st.worker_gen != w->generation)
+			continue;
+		c->n++;
+		json_t *age = st.last_event_ns && c->now >= st.last_event_ns
+				      ? json_integer((json_int_t)((c->now - st.last_event_ns) / 1000000u))
+				      : json_null();
+		if (c->arr == NULL) {
+			char cur[24], ag[24];
+			snprintf(cur, sizeof(cur), st.cursor < 0 ? "-" : "%" PRId64, st.cursor);
+			if (json_is_null(age))
+				snprintf(ag, sizeof(ag), "-");
+			else
+				snprintf(ag, sizeof(ag), "%" PRId64, (int64_t)json_integer_value(age));
+			json_decref(age);
+			printf("%4u %4u %10s %6" PRIu64 " %8" PRIu64 " %6" PRIu64 " %7" PRIu64
+			       " %7" PRIu64 " %-9s %-4s %10s %s\n", slot, k, cur, st.gaps, st.missing,
+			       st.resets, st.skipped, st.decode_failures,
+			       st.untrusted ? "UNTRUSTED" : "trusted", st.subscribed ? "yes" : "no",
+			       ag, w->id);
+			continue;
+		}
+		json_t *e = json_object();
+		json_object_set_new(e, "worker", json_string(w->id));
+		json_object_set_new(e, "slot", json_integer(slot));
+		json_object_set_new(e, "dp_rank", json_integer(k));
+		json_object_set_new(e, "cursor", st.cursor < 0 ? json_null() : json_integer(st.cursor));
+		json_object_set_new(e, "gaps", json_integer((json_int_t)st.gaps));
+		json_object_set_new(e, "missing", json_integer((json_int_t)st.missing));
+		json_object_set_new(e, "resets", json_integer((json_int_t)st.resets));
+		json_object_set_new(e, "skipped", json_integer((json_int_t)st.skipped));
+		json_object_set_new(e, "decode_failures", json_integer((json_int_t)st.decode_failures));
+		json_object_set_new(e, "batches", json_integer((json_int_t)st.batches));
+		json_object_set_new(e, "events", json_integer((json_int_t)st.events));
+		json_object_set_new(e, "untrusted", json_boolean(st.untrusted));
+		json_object_set_new(e, "subscribed", json_boolean(st.subscribed));
+		json_object_set_new(e, "replaying", json_boolean(st.replaying));
+		json_object_set_new(e, "last_event_age_ms", age);
+		json_array_append_new(c->arr, e);
+	}
+}
+
+static int cmd_streams(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
+	if (!o->json)
+		printf("%4s %4s %10s %6s %8s %6s %7s %7s %-9s %-4s %10s %s\n", "SLOT", "RANK",
+		       "CURSOR", "GAPS", "MISSING", "RESETS", "SKIPPED", "DECFAIL", "TRUST", "SUB",
+		       "AGE_MS", "WORKER");
+	for_each_worker(r, stream_rows, &c);
+	if (o->json) {
+		json_t *t = json_object();
+		json_object_set_new(t, "streams", c.arr);
+		json_t *ctr = json_object();
+		for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++)
+			json_object_set_new(ctr, statebus_counter_name(i),
+					    json_integer((json_int_t)statebus_counter_get(r, i)));
+		json_object_set_new(t, "counters", ctr);
+		return syctl_emit_json(t);
+	}
+	if (c.n == 0)
+		printf("(no streams)\n");
+	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++) {
+		uint64_t v = statebus_counter_get(r, i);
+		if (v)
+			printf("%s %" PRIu64 "\n", statebus_counter_name(i), v);
+	}
+	return 0;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static int parse_u32(const char *flag, const char *s, uint32_t *out)
@@ -604,6 +692,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(struct statebus_region *, const struct syctl_opts *); } cmds[] = {
 		{"create", cmd_header}, {"header", cmd_header},	  {"workers", cmd_workers},
 		{"load", cmd_load},	{"inflight", cmd_inflight}, {"readers", cmd_readers},
+		{"streams", cmd_streams},
 		{"index", syctl_cmd_index}, {"match", syctl_cmd_match},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -20,7 +20,7 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 2u
+#define STATEBUS_LAYOUT_VERSION 3u /* 2: radix index tables; 3: + streams table */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -102,6 +102,7 @@ struct statebus_header_info {
 	uint64_t index_nodes_off, index_nodes_size;       /* radix index node pool */
 	uint64_t index_buckets_off, index_buckets_size;   /* hash → node chains */
 	uint64_t index_overflow_off, index_overflow_size; /* extra owner records */
+	uint64_t streams_off, streams_size;               /* KV-event stream records */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -244,6 +245,30 @@ struct statebus_load_view {
 	double prefill_tokens_per_s;          /* has_throughput only, Σ tokens/s */
 	uint64_t captured_at_ns;    /* oldest rank's receive time (CLOCK_MONOTONIC) */
 	uint64_t dispatches_at_capture; /* dispatch counter sum stored with that oldest rank */
+};
+
+/* ------------------------------------------------------------------------ */
+/* KV-event streams                                                         */
+
+/* State of one KV-event stream (worker × DP rank), written by the statebus
+ * (receiver sequencing, sglang-wire.md §9) and read by `syctl streams` and
+ * routers' /metrics. Counts are monotonic for the life of the worker slot's
+ * generation; a reset stream keeps its counts. */
+struct statebus_stream {
+	int64_t cursor;            /* last applied seq, -1 = none yet / after a reset */
+	uint64_t gaps;             /* forward gaps not filled (sequence_gaps_total) */
+	uint64_t missing;          /* batches lost in them (missing_sequences_total) */
+	uint64_t resets;           /* END_SEQ or seq-0 restarts (publisher_resets_total) */
+	uint64_t skipped;          /* stale batches dropped (skipped_batches_total) */
+	uint64_t decode_failures;  /* bad frames, malformed batches, skipped events */
+	uint64_t batches;          /* batches applied */
+	uint64_t events;           /* events applied */
+	uint64_t last_event_ns;    /* CLOCK_MONOTONIC of the last batch received, 0 = never */
+	uint32_t worker_gen;       /* generation of the worker slot it belongs to (0 = unused) */
+	uint8_t untrusted;         /* 1 = gap/stale seen since the last reset or AllBlocksCleared */
+	uint8_t subscribed;        /* 1 = a SUB socket is open for it */
+	uint8_t replaying;         /* 1 = a replay fetch is in progress */
+	uint8_t reserved;
 };
 
 /* ------------------------------------------------------------------------ */

@@ -293,6 +293,25 @@ int statebus_load_clear_worker(struct statebus_region *r, uint32_t slot);
 uint32_t statebus_load_max_ranks(const struct statebus_region *r);
 
 /* ======================================================================== */
+/* KV-event streams (streams.c)                                             */
+
+/* Stores the state of stream (worker slot, rank) in its seqlock record
+ * (the caller keeps the authoritative copy; this publishes it). [writer]
+ * Errors: SY_EINVAL (slot or rank out of range). */
+int statebus_stream_write(struct statebus_region *r, uint32_t slot, uint32_t rank,
+			  const struct statebus_stream *s);
+
+/* Consistent copy of stream (slot, rank). Errors: SY_EINVAL (range),
+ * SY_ENOENT (never written since the slot was cleared: worker_gen 0),
+ * SY_ESTALE (mid-write past the retry bound; out zeroed). */
+int statebus_stream_read(const struct statebus_region *r, uint32_t slot, uint32_t rank,
+			 struct statebus_stream *out);
+
+/* Clears every stream record of worker slot `slot` (worker removed, or a
+ * restarting statebus). [writer] Errors: SY_EINVAL. */
+int statebus_streams_clear_worker(struct statebus_region *r, uint32_t slot);
+
+/* ======================================================================== */
 /* In-flight rows (inflight.c)                                              */
 
 /* The caller's process (proc slot `proc`, normally statebus_proc_self())

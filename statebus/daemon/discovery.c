@@ -1,0 +1,136 @@
+/* discovery.c — parse GET {worker}/server_info (sglang-wire.md §10).
+ *
+ * Read (top level, else inside "server_args"):
+ *   kv_events: {endpoint_host, endpoint_port_base, topic, block_size,
+ *               dp_size, load_endpoint_port_base, replay_port_base}
+ *   disaggregation_mode ("prefill" | "decode" | anything else = not said),
+ *   disaggregation_bootstrap_port, speculative_algorithm, dp_size.
+ * No kv_events block → has_kv false (the caller logs and counts it: SGLang
+ * hides this, a top user complaint). The HTTP part (timeouts, retries) is
+ * in http.c; this file is pure so it is unit-tested on fixed bodies.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "common/errors.h"
+#include "common/url.h"
+#include "ingest.h"
+#include "statebus.h"
+
+int sbd_url_host(const char *url, char *out, size_t cap)
+{
+	const char *p = strstr(url, "://");
+	if (p == NULL || cap == 0)
+		return SY_EINVAL;
+	p += 3;
+	const char *end;
+	if (*p == '[') {
+		p++;
+		end = strchr(p, ']');
+		if (end == NULL)
+			return SY_EINVAL;
+	} else {
+		end = p + strcspn(p, ":/");
+	}
+	size_t n = (size_t)(end - p);
+	if (n == 0 || n >= cap)
+		return SY_EINVAL;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return SY_OK;
+}
+
+/* Key of `root`, else of root.server_args. */
+static json_t *get(json_t *root, const char *key)
+{
+	json_t *v = json_object_get(root, key);
+	if (v == NULL) {
+		json_t *sa = json_object_get(root, "server_args");
+		if (json_is_object(sa))
+			v = json_object_get(sa, key);
+	}
+	return v;
+}
+
+static int int_in(json_t *v, int lo, int hi)
+{
+	if (!json_is_integer(v))
+		return 0;
+	json_int_t i = json_integer_value(v);
+	return i >= lo && i <= hi ? (int)i : 0;
+}
+
+static void copy_str(char *dst, size_t cap, json_t *v)
+{
+	if (json_is_string(v))
+		snprintf(dst, cap, "%s", json_string_value(v));
+}
+
+static bool wildcard(const char *h)
+{
+	return h[0] == '\0' || strcmp(h, "*") == 0 || strcmp(h, "0.0.0.0") == 0 ||
+	       strcmp(h, "::") == 0 || strcmp(h, "[::]") == 0;
+}
+
+int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sbd_facts *out,
+			char *why, size_t why_cap)
+{
+	memset(out, 0, sizeof(*out));
+	out->role = -1;
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(root)) {
+		snprintf(why, why_cap, "/server_info is not a JSON object%s%s",
+			 root ? "" : ": ", root ? "" : jerr.text);
+		json_decref(root);
+		return SY_EMALFORMED;
+	}
+	json_t *kv = get(root, "kv_events");
+	if (json_is_object(kv)) {
+		out->has_kv = true;
+		copy_str(out->endpoint_host, sizeof(out->endpoint_host),
+			 json_object_get(kv, "endpoint_host"));
+		out->endpoint_port_base = int_in(json_object_get(kv, "endpoint_port_base"), 1, 65535);
+		copy_str(out->topic, sizeof(out->topic), json_object_get(kv, "topic"));
+		out->block_size = int_in(json_object_get(kv, "block_size"), 1, 1 << 20);
+		out->dp_size = int_in(json_object_get(kv, "dp_size"), 1, 1024);
+		out->load_port_base = int_in(json_object_get(kv, "load_endpoint_port_base"), 1, 65535);
+		out->replay_port_base = int_in(json_object_get(kv, "replay_port_base"), 1, 65535);
+	}
+	if (wildcard(out->endpoint_host))
+		(void)sbd_url_host(url, out->endpoint_host, sizeof(out->endpoint_host));
+	if (out->dp_size == 0)
+		out->dp_size = int_in(get(root, "dp_size"), 1, 1024);
+	json_t *mode = get(root, "disaggregation_mode");
+	if (json_is_string(mode)) {
+		if (strcasecmp(json_string_value(mode), "prefill") == 0)
+			out->role = STATEBUS_WORKER_PREFILL;
+		else if (strcasecmp(json_string_value(mode), "decode") == 0)
+			out->role = STATEBUS_WORKER_DECODE;
+		else if (strcasecmp(json_string_value(mode), "null") == 0)
+			out->role = STATEBUS_WORKER_PLAIN;
+	}
+	out->bootstrap_port = int_in(get(root, "disaggregation_bootstrap_port"), 1, 65535);
+	json_t *spec = get(root, "speculative_algorithm");
+	if (json_is_string(spec)) {
+		const char *a = json_string_value(spec);
+		snprintf(out->speculative_algorithm, sizeof(out->speculative_algorithm), "%s", a);
+		if (strcasecmp(a, "EAGLE") == 0 || strcasecmp(a, "EAGLE3") == 0 ||
+		    strcasecmp(a, "FROZEN_KV_MTP") == 0) {
+			out->bigram = true;
+		} else {
+			char up[32];
+			size_t i;
+			for (i = 0; a[i] && i + 1 < sizeof(up); i++)
+				up[i] = (char)toupper((unsigned char)a[i]);
+			up[i] = '\0';
+			out->bigram_unrecognised = strstr(up, "EAGLE") || strstr(up, "MTP");
+		}
+	}
+	json_decref(root);
+	return SY_OK;
+}

@@ -1,0 +1,343 @@
+/* fleet.c — the statebus's worker slots: add, adopt, discover, health,
+ * remove; and the per-model block-size oracle.
+ *
+ * The workers table is authoritative while the statebus runs (DESIGN §5
+ * "Workers"). At start-up every slot already in the table (registered by a
+ * router master while no statebus ran, or by an earlier statebus) is
+ * adopted, then the configured fleet is added; statebus_worker_add()
+ * answering SY_EEXIST names the slot to update instead.
+ * Facts: /server_info wins where it speaks, the configuration fills what it
+ * leaves out (workers[].kv_events, role, bootstrap_port); without any
+ * /server_info answer, configured KV facts are used alone (vLLM).
+ * Block size is agreed per model (DESIGN §9): the first worker of a model
+ * with a known block size sets it; a worker that disagrees is reported
+ * (kv_rejected = block_size_mismatch, log, counter) and not subscribed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "sbd.h"
+#include "statebus-counters.h"
+
+static uint64_t ms(int v) { return (uint64_t)v * 1000000u; }
+
+static void set_str(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static void kv_free(struct sy_config_kv_events *kv)
+{
+	free(kv->endpoint_host);
+	free(kv->topic);
+	memset(kv, 0, sizeof(*kv));
+}
+
+static void kv_copy(struct sy_config_kv_events *dst, const struct sy_config_kv_events *src)
+{
+	kv_free(dst);
+	*dst = *src;
+	dst->endpoint_host = src->endpoint_host ? strdup(src->endpoint_host) : NULL;
+	dst->topic = src->topic ? strdup(src->topic) : NULL;
+}
+
+/* The record's KV facts from the configured ones (before discovery). */
+static void rec_apply_kv(struct statebus_worker *rec, const struct sy_config_kv_events *kv)
+{
+	char host[STATEBUS_HOST_MAX] = "";
+	if (kv->endpoint_host)
+		set_str(host, sizeof(host), kv->endpoint_host);
+	else
+		(void)sbd_url_host(rec->id, host, sizeof(host));
+	set_str(rec->kv_endpoint_host, sizeof(rec->kv_endpoint_host), host);
+	set_str(rec->kv_topic, sizeof(rec->kv_topic), kv->topic);
+	rec->kv_port_base = (uint16_t)kv->endpoint_port_base;
+	rec->kv_replay_port_base = (uint16_t)kv->replay_port_base;
+	rec->load_port_base = (uint16_t)kv->load_endpoint_port_base;
+	rec->kv_block_size = (uint32_t)kv->block_size;
+	rec->dp_size = (uint16_t)(kv->dp_size ? kv->dp_size : 1);
+	rec->has_cache_signal = kv->endpoint_port_base != 0;
+}
+
+int sbd_fleet_publish(struct sbd *d, struct sbd_worker *w)
+{
+	if (w->rec.dp_size > d->max_ranks) {
+		sy_warn("%s: dp_size %u over the region's %u ranks; capped", w->rec.id,
+			w->rec.dp_size, d->max_ranks);
+		w->rec.dp_size = (uint16_t)d->max_ranks;
+	}
+	int rc = statebus_worker_update(d->r, w->slot, w->gen, &w->rec);
+	if (rc != SY_OK)
+		sy_warn("%s: worker record update failed: %s", w->rec.id, sy_strerror(rc));
+	return rc;
+}
+
+static void local_init(struct sbd *d, uint32_t slot, uint32_t gen, const struct statebus_worker *rec)
+{
+	struct sbd_worker *w = &d->w[slot];
+	uint64_t now = sy_mono_ns();
+	w->used = true;
+	w->slot = slot;
+	w->gen = gen;
+	w->rec = *rec;
+	w->disc = SBD_DISC_PENDING;
+	w->disc_next_ns = now;
+	w->health_inflight = false;
+	w->health_next_ns = now + ms(d->cfg.statebus.health_interval_ms);
+	w->health_ok_streak = 0;
+}
+
+void sbd_fleet_adopt(struct sbd *d)
+{
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		struct statebus_worker rec;
+		if (statebus_worker_read(d->r, s, &rec) != SY_OK)
+			continue;
+		local_init(d, s, rec.generation, &rec);
+		struct sy_config_kv_events kv = {
+			.endpoint_port_base = rec.kv_port_base,
+			.block_size = (int)rec.kv_block_size,
+			.dp_size = rec.dp_size,
+			.replay_port_base = rec.kv_replay_port_base,
+			.load_endpoint_port_base = rec.load_port_base,
+		};
+		d->w[s].kv = kv;
+		if (rec.kv_endpoint_host[0])
+			d->w[s].kv.endpoint_host = strdup(rec.kv_endpoint_host);
+		if (rec.kv_topic[0])
+			d->w[s].kv.topic = strdup(rec.kv_topic);
+		sy_info("adopted worker %s (slot %u, generation %u)", rec.id, s, rec.generation);
+	}
+}
+
+int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *slot)
+{
+	struct statebus_worker rec = {0};
+	set_str(rec.id, sizeof(rec.id), cw->url);
+	set_str(rec.model, sizeof(rec.model), cw->model ? cw->model : d->cfg.model_id);
+	rec.role = (uint8_t)cw->role;
+	rec.bootstrap_port = (uint16_t)cw->bootstrap_port;
+	rec.healthy = 1;
+	rec_apply_kv(&rec, &cw->kv_events);
+	if (rec.dp_size > d->max_ranks)
+		rec.dp_size = (uint16_t)d->max_ranks;
+	uint32_t s, gen;
+	int rc = statebus_worker_add(d->r, &rec, &s, &gen);
+	if (rc == SY_EEXIST) {
+		struct statebus_worker cur;
+		if (statebus_worker_read(d->r, s, &cur) == SY_OK) {
+			rec.healthy = cur.healthy;
+			rec.health_failures = cur.health_failures;
+			rec.health_checked_ns = cur.health_checked_ns;
+		}
+		rc = statebus_worker_update(d->r, s, gen, &rec);
+		if (rc == SY_OK)
+			sy_info("worker %s: slot %u adopted (generation %u)", rec.id, s, gen);
+	}
+	if (rc != SY_OK)
+		return rc;
+	struct sbd_worker *w = &d->w[s];
+	if (w->used && w->gen == gen) {
+		w->rec = rec;
+		w->rec.generation = gen;
+		w->disc = w->disc == SBD_DISC_INFLIGHT ? SBD_DISC_INFLIGHT : SBD_DISC_PENDING;
+	} else {
+		local_init(d, s, gen, &rec);
+		w->rec.generation = gen;
+		w->rec.state = STATEBUS_WORKER_ACTIVE;
+	}
+	kv_copy(&w->kv, &cw->kv_events);
+	w->cfg_role_set = cw->role != 0;
+	if (slot)
+		*slot = s;
+	return SY_OK;
+}
+
+static void oracle_forget_unused(struct sbd *d)
+{
+	for (uint32_t m = 0; m < d->n_models;) {
+		bool used = false;
+		for (uint32_t s = 0; s < d->n_slots && !used; s++)
+			used = d->w[s].used && d->w[s].rec.kv_rejected == STATEBUS_KV_OK &&
+			       d->w[s].rec.kv_block_size &&
+			       strcmp(d->w[s].rec.model, d->models[m].model) == 0;
+		if (!used)
+			d->models[m] = d->models[--d->n_models];
+		else
+			m++;
+	}
+}
+
+int sbd_fleet_remove(struct sbd *d, uint32_t slot)
+{
+	if (slot >= d->n_slots || !d->w[slot].used)
+		return SY_ENOENT;
+	struct sbd_worker *w = &d->w[slot];
+	(void)statebus_worker_mark_removing(d->r, slot, w->gen);
+	sbd_sub_close(d, w);
+	sbd_apply_clear_worker(d, slot);
+	int rc = statebus_worker_remove(d->r, slot, w->gen);
+	sy_info("removed worker %s (slot %u)", w->rec.id, slot);
+	kv_free(&w->kv);
+	free(w->ranks);
+	memset(w, 0, sizeof(*w));
+	oracle_forget_unused(d);
+	return rc;
+}
+
+/* Applies the block-size oracle to w->rec (has_cache_signal and block size
+ * already set). */
+static void oracle(struct sbd *d, struct sbd_worker *w)
+{
+	if (!w->rec.has_cache_signal || w->rec.kv_block_size == 0)
+		return;
+	for (uint32_t m = 0; m < d->n_models; m++) {
+		if (strcmp(d->models[m].model, w->rec.model) != 0)
+			continue;
+		if (d->models[m].block_size != w->rec.kv_block_size) {
+			w->rec.kv_rejected = STATEBUS_KV_BLOCK_SIZE_MISMATCH;
+			statebus_counter_add(d->r, STATEBUS_CTR_WORKER_BLOCK_SIZE_MISMATCH, 1);
+			sy_error("worker %s: block size %u disagrees with %u of model %s; "
+				 "its KV events are not indexed", w->rec.id, w->rec.kv_block_size,
+				 d->models[m].block_size, w->rec.model);
+		}
+		return;
+	}
+	void *grown = realloc(d->models, (d->n_models + 1) * sizeof(*d->models));
+	if (grown == NULL)
+		return;
+	d->models = grown;
+	set_str(d->models[d->n_models].model, sizeof(d->models[0].model), w->rec.model);
+	d->models[d->n_models++].block_size = w->rec.kv_block_size;
+}
+
+/* Completes w->rec from facts (may be NULL: configuration only). */
+static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts *f)
+{
+	struct statebus_worker *rec = &w->rec;
+	rec_apply_kv(rec, &w->kv);
+	rec->kv_rejected = STATEBUS_KV_OK;
+	rec->kv_bigram = 0;
+	if (f != NULL) {
+		if (f->role == STATEBUS_WORKER_PREFILL || f->role == STATEBUS_WORKER_DECODE)
+			rec->role = (uint8_t)f->role;
+		if (rec->role == STATEBUS_WORKER_PREFILL && rec->bootstrap_port == 0)
+			rec->bootstrap_port = (uint16_t)f->bootstrap_port;
+		if (f->has_kv) {
+			set_str(rec->kv_endpoint_host, sizeof(rec->kv_endpoint_host), f->endpoint_host);
+			if (f->endpoint_port_base)
+				rec->kv_port_base = (uint16_t)f->endpoint_port_base;
+			if (f->topic[0] || w->kv.topic == NULL)
+				set_str(rec->kv_topic, sizeof(rec->kv_topic), f->topic);
+			if (f->block_size)
+				rec->kv_block_size = (uint32_t)f->block_size;
+			if (f->load_port_base)
+				rec->load_port_base = (uint16_t)f->load_port_base;
+			if (f->replay_port_base)
+				rec->kv_replay_port_base = (uint16_t)f->replay_port_base;
+		}
+		if (f->dp_size)
+			rec->dp_size = (uint16_t)f->dp_size;
+		rec->kv_bigram = f->bigram;
+		if (f->bigram_unrecognised) {
+			statebus_counter_add(d->r, STATEBUS_CTR_KV_BIGRAM_UNRECOGNISED, 1);
+			sy_warn("worker %s: speculative_algorithm %s looks like EAGLE/MTP but is not "
+				"EAGLE, EAGLE3 or FROZEN_KV_MTP; hashing as unigram", rec->id,
+				f->speculative_algorithm);
+		}
+		rec->has_cache_signal = (f->has_kv || w->kv.endpoint_port_base) && rec->kv_port_base;
+		if (f->has_kv && rec->kv_port_base == 0)
+			rec->kv_rejected = STATEBUS_KV_BAD_FACTS;
+		if (!f->has_kv && !w->kv.endpoint_port_base) {
+			statebus_counter_add(d->r, STATEBUS_CTR_WORKER_NO_CACHE_SIGNAL, 1);
+			sy_warn("worker %s: /server_info has no kv_events block and none is "
+				"configured; no cache signal, routed on load only", rec->id);
+		}
+	}
+	if (rec->dp_size == 0)
+		rec->dp_size = 1;
+	if (rec->dp_size > d->max_ranks)
+		rec->dp_size = (uint16_t)d->max_ranks;
+	oracle(d, w);
+}
+
+void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char *body,
+			  size_t len, const char *error)
+{
+	if (slot >= d->n_slots || !d->w[slot].used || d->w[slot].gen != gen)
+		return; /* removed or replaced meanwhile */
+	struct sbd_worker *w = &d->w[slot];
+	struct sbd_facts f;
+	char why[160] = "";
+	bool ok = body != NULL &&
+		  sbd_discovery_parse(body, len, w->rec.id, &f, why, sizeof(why)) == SY_OK;
+	if (!ok) {
+		statebus_counter_add(d->r, STATEBUS_CTR_DISCOVERY_FAILURES, 1);
+		if (w->kv.endpoint_port_base == 0) {
+			w->disc = SBD_DISC_PENDING;
+			w->disc_next_ns = sy_mono_ns() + ms(d->cfg.statebus.discovery_retry_ms);
+			sy_warn("worker %s: /server_info failed (%s); retrying in %d ms", w->rec.id,
+				body ? why : error, d->cfg.statebus.discovery_retry_ms);
+			return;
+		}
+		sy_warn("worker %s: /server_info failed (%s); using the configured KV facts",
+			w->rec.id, body ? why : error);
+	}
+	w->disc = SBD_DISC_DONE;
+	finalise(d, w, ok ? &f : NULL);
+	sbd_fleet_publish(d, w);
+	sbd_sub_open(d, w);
+	sy_info("worker %s: %s, dp %u, block %u%s, kv %s:%u topic '%s'%s%s", w->rec.id,
+		w->rec.role == 1 ? "prefill" : w->rec.role == 2 ? "decode" : "plain",
+		w->rec.dp_size, w->rec.kv_block_size, w->rec.kv_bigram ? " bigram" : "",
+		w->rec.kv_endpoint_host, w->rec.kv_port_base, w->rec.kv_topic,
+		w->rec.load_port_base ? ", LoadStat" : "",
+		w->rec.kv_rejected ? ", KV REJECTED" : "");
+}
+
+void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const char *error)
+{
+	if (slot >= d->n_slots || !d->w[slot].used || d->w[slot].gen != gen)
+		return;
+	struct sbd_worker *w = &d->w[slot];
+	w->health_inflight = false;
+	bool was = w->rec.healthy;
+	if (ok) {
+		w->health_ok_streak++;
+		w->rec.health_failures = 0;
+		if (!was && w->health_ok_streak >= (uint32_t)d->cfg.statebus.health_success_threshold)
+			w->rec.healthy = 1;
+	} else {
+		w->health_ok_streak = 0;
+		w->rec.health_failures++;
+		statebus_counter_add(d->r, STATEBUS_CTR_HEALTH_CHECK_FAILURES, 1);
+		if (was && w->rec.health_failures >= (uint32_t)d->cfg.statebus.health_failure_threshold)
+			w->rec.healthy = 0;
+	}
+	w->rec.health_checked_ns = sy_mono_ns();
+	if (was != w->rec.healthy)
+		sy_warn("worker %s is now %s%s%s", w->rec.id, w->rec.healthy ? "healthy" : "unhealthy",
+			ok ? "" : ": ", ok ? "" : error);
+	(void)statebus_worker_set_health(d->r, slot, gen, w->rec.healthy, w->rec.health_checked_ns,
+					 w->rec.health_failures);
+}
+
+void sbd_fleet_timers(struct sbd *d, uint64_t now)
+{
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		struct sbd_worker *w = &d->w[s];
+		if (!w->used)
+			continue;
+		if (w->disc == SBD_DISC_PENDING && now >= w->disc_next_ns &&
+		    sbd_http_submit(d->http, SBD_HTTP_DISCOVER, s, w->gen, w->rec.id) == SY_OK)
+			w->disc = SBD_DISC_INFLIGHT;
+		if (!w->health_inflight && now >= w->health_next_ns &&
+		    sbd_http_submit(d->http, SBD_HTTP_HEALTH, s, w->gen, w->rec.id) == SY_OK) {
+			w->health_inflight = true;
+			w->health_next_ns = now + ms(d->cfg.statebus.health_interval_ms);
+		}
+	}
+}

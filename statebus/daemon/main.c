@@ -1,0 +1,394 @@
+/* main.c — switchyard-statebus: flags, configuration, start-up, the event
+ * loop and shutdown (see sbd.h for the process structure, docs/statebus.md
+ * for operation).
+ *
+ *   switchyard-statebus [--config FILE] [--check-config]
+ *                       [--worker-urls URL...] [--shm PATH]
+ *                       [--log-level L] [--log-format text|json]
+ *                       [--control-endpoint EP] [--<statebus key> VALUE]...
+ *
+ * Every flag goes through sy_config_apply_flag(cfg, "statebus", ...), so a
+ * flag is its YAML key by the naming rule (DESIGN §5): --replay-timeout-ms
+ * → statebus.replay_timeout_ms. Flags override the file.
+ *
+ * Start-up order: attach or create the region; take the writer lock (a
+ * second statebus on the same region refuses to start, naming the holder);
+ * empty the index (new incarnation) and forget load and stream records (all
+ * rebuilt from the engines — affinity and in-flight rows survive); adopt
+ * the slots already in the workers table; add the configured fleet;
+ * announce pid/start time/heartbeat in the header; bind the control
+ * socket; sd_notify READY=1. SIGTERM/SIGINT: STOPPING=1, sockets closed,
+ * withdraw, exit 0.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "sbd.h"
+#include "statebus-counters.h"
+
+volatile sig_atomic_t sbd_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	sbd_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: switchyard-statebus [--config FILE] [--check-config]\n"
+		"         [--worker-urls URL...] [--shm PATH] [--log-level debug|info|warn|error]\n"
+		"         [--log-format text|json] [--control-endpoint EP]\n"
+		"         [--health-interval-ms N] [--health-timeout-ms N]\n"
+		"         [--health-failure-threshold N] [--health-success-threshold N]\n"
+		"         [--discovery-timeout-ms N] [--discovery-attempts N]\n"
+		"         [--discovery-backoff-ms N] [--discovery-retry-ms N]\n"
+		"         [--replay-timeout-ms N] [--heartbeat-interval-ms N]\n"
+		"Every flag is the YAML key of the same name under `statebus:` (docs/statebus.md).\n");
+}
+
+/* Loads --config, then applies every other flag over it, then finishes.
+ * Returns 0, or 2 (usage/config error, message printed). */
+static int configure(struct sy_config *cfg, int argc, char **argv, bool *check_only)
+{
+	struct sy_config_error err;
+	if (sy_config_init_defaults(cfg) != SY_OK) {
+		fprintf(stderr, "switchyard-statebus: out of memory\n");
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *file = NULL;
+		if (strcmp(a, "--config") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "switchyard-statebus: --config: needs a value\n");
+				return 2;
+			}
+			file = argv[++i];
+		} else if (strncmp(a, "--config=", 9) == 0) {
+			file = a + 9;
+		}
+		if (file && sy_config_load_file(cfg, file, &err) != SY_OK) {
+			fprintf(stderr, "switchyard-statebus: %s\n", err.msg);
+			return 2;
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--config") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--config=", 9) == 0)
+			continue;
+		if (strcmp(a, "--check-config") == 0) {
+			*check_only = true;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0) {
+			fprintf(stderr, "switchyard-statebus: unexpected argument '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+		int rc;
+		if (strchr(a, '=') != NULL) {
+			rc = sy_config_apply_flag(cfg, "statebus", a, NULL, &err);
+		} else if (strcmp(a, "--worker-urls") == 0) {
+			/* SGLang style: --worker-urls A B C */
+			int n = 0;
+			rc = SY_OK;
+			while (rc == SY_OK && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+				rc = sy_config_apply_flag(cfg, "statebus", a, argv[++i], &err);
+				n++;
+			}
+			if (n == 0)
+				rc = sy_config_apply_flag(cfg, "statebus", a, "", &err);
+		} else {
+			const char *v = i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 ? argv[++i] : NULL;
+			rc = sy_config_apply_flag(cfg, "statebus", a, v, &err);
+		}
+		if (rc != SY_OK) {
+			fprintf(stderr, "switchyard-statebus: %s\n", err.msg);
+			return 2;
+		}
+	}
+	if (sy_config_finish(cfg, &err) != SY_OK) {
+		fprintf(stderr, "switchyard-statebus: %s\n", err.msg);
+		return 2;
+	}
+	return 0;
+}
+
+/* Poll set: one zmq_pollitem_t per socket with what it stands for. */
+struct poll_ref {
+	int kind; /* 0 control, 1 wake pipe, 2 rank socket */
+	uint32_t slot, rank;
+	int which; /* 0 kv, 1 load, 2 replay */
+};
+
+static size_t build_poll(struct sbd *d, zmq_pollitem_t **items, struct poll_ref **refs, size_t *cap)
+{
+	size_t need = 2;
+	for (uint32_t s = 0; s < d->n_slots; s++)
+		if (d->w[s].used)
+			need += 3u * d->w[s].n_ranks;
+	if (need > *cap) {
+		zmq_pollitem_t *ni = realloc(*items, need * sizeof(**items));
+		if (ni)
+			*items = ni;
+		struct poll_ref *nr = realloc(*refs, need * sizeof(**refs));
+		if (nr)
+			*refs = nr;
+		if (!ni || !nr)
+			return 0;
+		*cap = need;
+	}
+	size_t n = 0;
+	if (d->control) {
+		(*items)[n] = (zmq_pollitem_t){.socket = d->control, .events = ZMQ_POLLIN};
+		(*refs)[n++] = (struct poll_ref){.kind = 0};
+	}
+	(*items)[n] = (zmq_pollitem_t){.fd = d->wake_fd, .events = ZMQ_POLLIN};
+	(*refs)[n++] = (struct poll_ref){.kind = 1};
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		struct sbd_worker *w = &d->w[s];
+		if (!w->used)
+			continue;
+		for (uint32_t k = 0; k < w->n_ranks; k++) {
+			void *socks[3] = {w->ranks[k].kv_sub, w->ranks[k].load_sub, w->ranks[k].replay};
+			for (int which = 0; which < 3; which++) {
+				if (socks[which] == NULL)
+					continue;
+				(*items)[n] = (zmq_pollitem_t){.socket = socks[which], .events = ZMQ_POLLIN};
+				(*refs)[n++] = (struct poll_ref){2, s, k, which};
+			}
+		}
+	}
+	return n;
+}
+
+static void take_http(struct sbd *d)
+{
+	struct sbd_http_result res;
+	while (sbd_http_take(d->http, &res)) {
+		if (res.kind == SBD_HTTP_DISCOVER)
+			sbd_fleet_discovered(d, res.slot, res.gen, res.ok ? res.body : NULL, res.len,
+					     res.error);
+		else
+			sbd_fleet_health(d, res.slot, res.gen, res.ok, res.error);
+		free(res.body);
+	}
+}
+
+static void periodic(struct sbd *d, uint64_t now)
+{
+	if (now >= d->next_heartbeat_ns) {
+		statebus_daemon_heartbeat(d->r, now);
+		d->next_heartbeat_ns = now + (uint64_t)d->cfg.statebus.heartbeat_interval_ms * 1000000u;
+	}
+	if (now >= d->next_sweep_ns) {
+		int n = statebus_procs_reap(d->r);
+		if (n > 0) {
+			statebus_counter_add(d->r, STATEBUS_CTR_PROCS_REAPED, (uint64_t)n);
+			sy_info("reaped %d dead process slot(s)", n);
+		}
+		(void)statebus_reclaim(d->r);
+		d->next_sweep_ns = now + 1000000000u;
+	}
+	sbd_fleet_timers(d, now);
+	sbd_sub_timers(d, now);
+}
+
+static int run(struct sbd *d)
+{
+	zmq_pollitem_t *items = NULL;
+	struct poll_ref *refs = NULL;
+	size_t cap = 0;
+	while (!sbd_stop) {
+		uint64_t now = sy_mono_ns();
+		periodic(d, now);
+		size_t n = build_poll(d, &items, &refs, &cap);
+		if (n == 0) {
+			sy_error("out of memory building the poll set");
+			break;
+		}
+		int rc = zmq_poll(items, (int)n, 50);
+		if (rc < 0) {
+			if (zmq_errno() == EINTR)
+				continue;
+			sy_error("zmq_poll: %s", zmq_strerror(zmq_errno()));
+			break;
+		}
+		for (size_t i = 0; i < n && rc > 0; i++) {
+			if (!(items[i].revents & ZMQ_POLLIN))
+				continue;
+			struct poll_ref *p = &refs[i];
+			if (p->kind == 0) {
+				sbd_control_readable(d);
+			} else if (p->kind == 1) {
+				take_http(d);
+			} else {
+				struct sbd_worker *w = &d->w[p->slot];
+				/* a control request earlier in this pass may have removed it */
+				if (w->used && p->rank < w->n_ranks)
+					sbd_sub_readable(d, w, p->rank, p->which);
+			}
+		}
+	}
+	free(items);
+	free(refs);
+	return 0;
+}
+
+static int start(struct sbd *d)
+{
+	char err[512] = "";
+	const char *path = d->cfg.state.shm_path;
+	int rc = statebus_region_open(path, NULL, STATEBUS_CREATE, &d->r, err, sizeof(err));
+	if (rc != SY_OK) {
+		sy_error("%s", err[0] ? err : sy_strerror(rc));
+		return 1;
+	}
+	rc = statebus_writer_lock(d->r, false);
+	if (rc == SY_EBUSY) {
+		struct statebus_header_info h;
+		statebus_region_info(d->r, &h);
+		sy_error("another switchyard-statebus (pid %d) is the writer of region %s; "
+			 "refusing to start a second one", h.daemon_pid, path);
+		return 1;
+	}
+	if (rc != SY_OK) {
+		sy_error("writer lock on %s: %s", path, sy_strerror(rc));
+		return 1;
+	}
+	uint32_t pslot;
+	if (statebus_proc_claim(d->r, STATEBUS_PROC_STATEBUS, &pslot) != SY_OK)
+		sy_warn("no free process slot in %s (continuing)", path);
+	d->n_slots = statebus_workers_capacity(d->r);
+	d->max_ranks = statebus_load_max_ranks(d->r);
+	d->w = calloc(d->n_slots, sizeof(*d->w));
+	if (d->w == NULL)
+		return 1;
+	/* New incarnation: index, load and streams are rebuilt from the engines. */
+	sbd_apply_reset(d);
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		(void)statebus_load_clear_worker(d->r, s);
+		(void)statebus_streams_clear_worker(d->r, s);
+	}
+	d->zctx = zmq_ctx_new();
+	if (d->zctx == NULL || sbd_control_open(d, err, sizeof(err)) != SY_OK) {
+		sy_error("%s", err[0] ? err : "zmq_ctx_new failed");
+		return 1;
+	}
+	struct sbd_http_opts ho = {
+		.discovery_timeout_ms = d->cfg.statebus.discovery_timeout_ms,
+		.health_timeout_ms = d->cfg.statebus.health_timeout_ms,
+		.discovery_attempts = d->cfg.statebus.discovery_attempts,
+		.discovery_backoff_ms = d->cfg.statebus.discovery_backoff_ms,
+	};
+	if (sbd_http_start(&d->http, &ho, &d->wake_fd) != SY_OK) {
+		sy_error("cannot start the HTTP thread");
+		return 1;
+	}
+	sbd_fleet_adopt(d);
+	for (size_t i = 0; i < d->cfg.n_workers; i++) {
+		uint32_t slot;
+		rc = sbd_fleet_add(d, &d->cfg.workers[i], &slot);
+		if (rc != SY_OK)
+			sy_error("worker %s: cannot register: %s", d->cfg.workers[i].url, sy_strerror(rc));
+	}
+	uint64_t now = sy_mono_ns();
+	statebus_daemon_announce(d->r, now);
+	d->next_heartbeat_ns = now;
+	struct statebus_header_info h;
+	statebus_region_info(d->r, &h);
+	sy_info("statebus ready: region %s, index incarnation %" PRIu64 ", %zu configured "
+		"worker(s), control %s", path, h.index_incarnation, d->cfg.n_workers,
+		d->cfg.statebus.control_endpoint ? d->cfg.statebus.control_endpoint : "off");
+	sbd_notify_ready();
+	sbd_notify_status("serving region %s", path);
+	return 0;
+}
+
+static void stop(struct sbd *d)
+{
+	sbd_notify_stopping();
+	if (d->w) {
+		for (uint32_t s = 0; s < d->n_slots; s++) {
+			struct sbd_worker *w = &d->w[s];
+			if (!w->used)
+				continue;
+			sbd_sub_close(d, w);
+			for (uint32_t k = 0; k < w->n_ranks; k++) /* subscribed 0 */
+				(void)statebus_stream_write(d->r, s, k, &w->ranks[k].st);
+			free(w->ranks);
+			free(w->kv.endpoint_host);
+			free(w->kv.topic);
+		}
+	}
+	sbd_control_close(d);
+	sbd_http_stop(d->http);
+	if (d->zctx)
+		zmq_ctx_term(d->zctx);
+	if (d->r) {
+		if (d->r->writer_locked)
+			statebus_daemon_withdraw(d->r);
+		statebus_region_close(d->r);
+	}
+	sbd_kv_decoder_free(&d->dec);
+	free(d->models);
+	free(d->w);
+	sy_config_free(&d->cfg);
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+	}
+	struct sbd d = {0};
+	d.wake_fd = -1;
+	bool check_only = false;
+	int rc = configure(&d.cfg, argc, argv, &check_only);
+	if (rc != 0) {
+		sy_config_free(&d.cfg);
+		return rc;
+	}
+	if (check_only) {
+		printf("configuration OK: %zu worker(s), region %s, control %s\n", d.cfg.n_workers,
+		       d.cfg.state.shm_path,
+		       d.cfg.statebus.control_endpoint ? d.cfg.statebus.control_endpoint : "off");
+		sy_config_free(&d.cfg);
+		return 0;
+	}
+	sy_log_init("statebus", (enum sy_log_level)d.cfg.log.level,
+		    (enum sy_log_format)d.cfg.log.format);
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = start(&d);
+	if (rc == 0) {
+		run(&d);
+		sy_info("statebus stopping");
+	}
+	stop(&d);
+	curl_global_cleanup();
+	return rc;
+}

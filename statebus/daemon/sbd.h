@@ -1,0 +1,184 @@
+/* sbd.h — switchyard-statebus internals shared by the daemon's files.
+ *
+ * One process, one event-loop thread that is the region's single writer
+ * (it holds the writer lock; no other thread touches the region), plus one
+ * HTTP thread (http.c) that runs blocking curl requests — /server_info and
+ * /health — and hands results back through a queue and a wake-up pipe, so
+ * no engine can block the loop. The loop (main.c) zmq_polls every SUB,
+ * replay DEALER, the control REP and the wake-up pipe, with timers for
+ * heartbeat, sweeping, health, discovery retries and replay deadlines.
+ *
+ * Files: main.c (flags, config, start-up, loop, shutdown), fleet.c (worker
+ * slots: add, adopt, discover, remove; block-size oracle), subscriber.c
+ * (sockets, frames, sequencing, replay), apply.c (events → index, LoadStat
+ * → load table), http.c (HTTP thread), control.c (control socket),
+ * notify.c (sd_notify). Socket-free logic: wire.h, seq.h, ingest.h.
+ *
+ * Ownership: struct sbd owns everything reachable from it; a worker's
+ * sockets are closed by sbd_sub_close() before its slot is removed.
+ */
+#ifndef SY_STATEBUS_DAEMON_SBD_H
+#define SY_STATEBUS_DAEMON_SBD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "ingest.h"
+#include "seq.h"
+#include "statebus.h"
+#include "wire.h"
+
+#define SBD_HELD_MAX 1024        /* live batches held during a replay (pump depth, §10) */
+#define SBD_SOCKET_REBUILD_ERRORS 64 /* consecutive receive errors → rebuild (§10) */
+#define SBD_RECV_BURST 256       /* messages taken from one socket per loop turn */
+
+/* A live batch held while a replay fetch is in progress. */
+struct sbd_held {
+	int64_t seq;
+	uint8_t *payload; /* malloc'd copy */
+	size_t len;
+};
+
+/* One DP rank of a worker: its sockets and stream state. */
+struct sbd_rank {
+	void *kv_sub;                /* ZMQ SUB of KV events, NULL = none */
+	void *load_sub;              /* ZMQ SUB of LoadStat, NULL = none */
+	void *replay;                /* ZMQ DEALER while replaying, else NULL */
+	struct statebus_stream st;   /* authoritative; published when dirty */
+	bool dirty;
+	uint32_t kv_errors;          /* consecutive receive errors */
+	uint32_t load_errors;
+	int64_t replay_to;           /* seq that revealed the gap */
+	uint64_t replay_deadline_ns;
+	struct sbd_held *held;       /* first = the batch that revealed the gap */
+	uint32_t n_held;
+	struct sbd_load_prev load_prev;
+};
+
+enum sbd_disc_state {
+	SBD_DISC_PENDING = 0,  /* to submit at disc_next_ns */
+	SBD_DISC_INFLIGHT = 1, /* the HTTP thread has it */
+	SBD_DISC_DONE = 2,     /* facts known (or taken from the configuration) */
+};
+
+/* Per-worker-slot state of the daemon (process-local). */
+struct sbd_worker {
+	bool used;
+	uint32_t slot, gen;
+	struct statebus_worker rec;     /* last record written to the table */
+	struct sy_config_kv_events kv;  /* configured KV facts (strings owned) */
+	bool cfg_role_set;              /* role came from the configuration */
+	int disc;                       /* enum sbd_disc_state */
+	uint64_t disc_next_ns;
+	bool health_inflight;
+	uint64_t health_next_ns;
+	uint32_t health_ok_streak;
+	uint32_t n_ranks;               /* ranks with state (= rec.dp_size once known) */
+	struct sbd_rank *ranks;
+};
+
+struct sbd_http; /* http.c */
+
+/* The daemon. */
+struct sbd {
+	struct statebus_region *r;
+	struct sy_config cfg;
+	void *zctx;
+	void *control;                  /* ZMQ REP, NULL when not bound */
+	struct sbd_worker *w;           /* statebus_workers_capacity() entries */
+	uint32_t n_slots;
+	uint32_t max_ranks;
+	struct sbd_kv_decoder dec;
+	struct { char model[STATEBUS_MODEL_MAX]; uint32_t block_size; } *models;
+	uint32_t n_models;
+	struct sbd_http *http;
+	int wake_fd;                    /* read end of the HTTP thread's pipe */
+	uint64_t next_heartbeat_ns, next_sweep_ns;
+};
+
+extern volatile sig_atomic_t sbd_stop;
+
+/* ---- fleet.c ---- */
+/* Adopts every non-free slot of the workers table (router-master or
+ * earlier registrations) and schedules its discovery. */
+void sbd_fleet_adopt(struct sbd *d);
+/* Adds (or adopts, on SY_EEXIST) configured worker `cw`; *slot receives
+ * its slot. Errors: as statebus_worker_add (SY_ENOSPC, SY_EINVAL). */
+int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *slot);
+/* Removes worker `slot`: sockets closed, index and load cleared, slot freed. */
+int sbd_fleet_remove(struct sbd *d, uint32_t slot);
+/* A /server_info result for (slot, gen): body NULL = failed after retries. */
+void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char *body,
+			  size_t len, const char *error);
+/* A /health result for (slot, gen). */
+void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const char *error);
+/* Submits due discovery and health jobs. */
+void sbd_fleet_timers(struct sbd *d, uint64_t now);
+/* Writes worker `w`'s record (rec) to the table. */
+int sbd_fleet_publish(struct sbd *d, struct sbd_worker *w);
+
+/* ---- subscriber.c ---- */
+/* (Re)opens the SUB sockets of every rank of `w` from its record. */
+void sbd_sub_open(struct sbd *d, struct sbd_worker *w);
+/* Closes every socket of `w` and drops held batches and replays. */
+void sbd_sub_close(struct sbd *d, struct sbd_worker *w);
+/* Drains readable sockets of rank `k` of `w`. which: 0 kv, 1 load, 2 replay. */
+void sbd_sub_readable(struct sbd *d, struct sbd_worker *w, uint32_t k, int which);
+/* Ends replays past their deadline; publishes dirty stream records. */
+void sbd_sub_timers(struct sbd *d, uint64_t now);
+/* Processes one KV payload with `seq` on rank k (sequencing, replay,
+ * apply). Exposed for the replay path and tests. */
+void sbd_sub_batch(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+		   const uint8_t *payload, size_t len, bool allow_replay);
+
+/* ---- apply.c (the only caller of the index write API) ---- */
+/* Applies a decoded batch of rank k of `w` to the index. */
+void sbd_apply_batch(struct sbd *d, struct sbd_worker *w, uint32_t k,
+		     const struct sbd_kv_batch *b, uint64_t now);
+/* Clears rank k of `w` in the index (reset, restart). */
+void sbd_apply_clear_rank(struct sbd *d, struct sbd_worker *w, uint32_t k);
+/* Clears every rank of slot `slot` in the index (worker removed). */
+void sbd_apply_clear_worker(struct sbd *d, uint32_t slot);
+/* Empties the index at start-up (bumps the incarnation). */
+void sbd_apply_reset(struct sbd *d);
+/* Decodes and stores a LoadStat payload for rank k of `w`. */
+void sbd_apply_load(struct sbd *d, struct sbd_worker *w, uint32_t k, const uint8_t *payload,
+		    size_t len, uint64_t now);
+
+/* ---- http.c ---- */
+enum sbd_http_kind { SBD_HTTP_DISCOVER = 1, SBD_HTTP_HEALTH = 2 };
+struct sbd_http_result {
+	int kind;
+	uint32_t slot, gen;
+	bool ok;          /* discovery: body valid; health: 2xx */
+	char *body;       /* discovery body (malloc'd, NUL-terminated), or NULL */
+	size_t len;
+	char error[160];  /* why it failed */
+};
+struct sbd_http_opts {
+	long discovery_timeout_ms, health_timeout_ms;
+	int discovery_attempts;
+	long discovery_backoff_ms;
+};
+/* Starts the HTTP thread; *wake_fd becomes readable when results wait. */
+int sbd_http_start(struct sbd_http **out, const struct sbd_http_opts *o, int *wake_fd);
+/* Queues a request for `url` (copied). Errors: SY_ENOMEM. */
+int sbd_http_submit(struct sbd_http *h, int kind, uint32_t slot, uint32_t gen, const char *url);
+/* Takes one finished result (true) — caller frees out->body. */
+bool sbd_http_take(struct sbd_http *h, struct sbd_http_result *out);
+/* Stops and joins the thread, dropping queued work. */
+void sbd_http_stop(struct sbd_http *h);
+
+/* ---- control.c ---- */
+int sbd_control_open(struct sbd *d, char *err, size_t cap);
+void sbd_control_readable(struct sbd *d);
+void sbd_control_close(struct sbd *d);
+
+/* ---- notify.c ---- */
+void sbd_notify_ready(void);
+void sbd_notify_stopping(void);
+void sbd_notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

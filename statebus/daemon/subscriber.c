@@ -1,0 +1,415 @@
+/* subscriber.c — ZeroMQ subscriptions of one worker: per DP rank a SUB for
+ * KV events and one for LoadStat, and a DEALER while a replay runs.
+ *
+ * Frames (sglang-wire.md §2): [topic, seq (8 bytes BE), msgpack]; anything
+ * else is dropped, counted as a decode failure, and the rest of the message
+ * drained. Sequencing (§9) is seq.c; this file acts on its verdicts:
+ * - APPLY: decode and apply; a malformed batch is counted and skipped, the
+ *   cursor still moves past it (it was received, not lost);
+ * - GAP with a replay endpoint: a DEALER sends ["", cursor+1] and the
+ *   triggering batch and every later live batch are held (at most
+ *   SBD_HELD_MAX) until the replay answers END_SEQ, its budget (default 2 s)
+ *   runs out, or the hold fills; replayed batches in [cursor+1, to) are
+ *   applied in order, whatever was not recovered counts as a gap; then the
+ *   held batches go through sequencing again (without a second replay);
+ * - GAP without replay: counted (gaps, missing), untrusted, applied anyway;
+ * - RESET (END_SEQ), RESTART (seq 0 behind the cursor): the rank is cleared;
+ * - SKIP: counted, untrusted.
+ * Sockets reconnect on their own (ZMQ_RECONNECT_IVL 50 ms doubling to 2 s);
+ * after SBD_SOCKET_REBUILD_ERRORS consecutive receive errors a socket is
+ * rebuilt. Each loop turn takes at most SBD_RECV_BURST messages from one
+ * socket, so one busy engine cannot starve the others.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "common/cursor.h"
+#include "common/log.h"
+#include "sbd.h"
+#include "statebus-counters.h"
+
+#define MAX_PARTS 4
+
+static void *open_socket(struct sbd *d, int type, const char *host, unsigned port,
+			 const char *topic)
+{
+	if (port == 0 || port > 65535 || host[0] == '\0')
+		return NULL;
+	void *s = zmq_socket(d->zctx, type);
+	if (s == NULL)
+		return NULL;
+	int v = 50;
+	zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &v, sizeof(v));
+	v = 2000;
+	zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &v, sizeof(v));
+	v = 0;
+	zmq_setsockopt(s, ZMQ_LINGER, &v, sizeof(v));
+	v = 1024; /* pump depth (sglang-wire.md §10) */
+	zmq_setsockopt(s, ZMQ_RCVHWM, &v, sizeof(v));
+	bool v6 = strchr(host, ':') != NULL;
+	if (v6) {
+		v = 1;
+		zmq_setsockopt(s, ZMQ_IPV6, &v, sizeof(v));
+	}
+	if (type == ZMQ_SUB)
+		zmq_setsockopt(s, ZMQ_SUBSCRIBE, topic, strlen(topic));
+	char ep[128];
+	snprintf(ep, sizeof(ep), v6 ? "tcp://[%s]:%u" : "tcp://%s:%u", host, port);
+	if (zmq_connect(s, ep) != 0) {
+		sy_warn("connect %s: %s", ep, zmq_strerror(zmq_errno()));
+		zmq_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void drop_held(struct sbd_rank *rk)
+{
+	for (uint32_t i = 0; i < rk->n_held; i++)
+		free(rk->held[i].payload);
+	free(rk->held);
+	rk->held = NULL;
+	rk->n_held = 0;
+}
+
+static void close_rank(struct sbd_rank *rk)
+{
+	if (rk->kv_sub)
+		zmq_close(rk->kv_sub);
+	if (rk->load_sub)
+		zmq_close(rk->load_sub);
+	if (rk->replay)
+		zmq_close(rk->replay);
+	rk->kv_sub = rk->load_sub = rk->replay = NULL;
+	drop_held(rk);
+	rk->st.subscribed = 0;
+	rk->st.replaying = 0;
+	rk->dirty = true;
+}
+
+static void open_rank(struct sbd *d, struct sbd_worker *w, uint32_t k)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	const struct statebus_worker *rec = &w->rec;
+	if (rec->has_cache_signal && rec->kv_rejected == STATEBUS_KV_OK && rec->kv_port_base)
+		rk->kv_sub = open_socket(d, ZMQ_SUB, rec->kv_endpoint_host, rec->kv_port_base + k,
+					 rec->kv_topic);
+	if (rec->load_port_base)
+		rk->load_sub = open_socket(d, ZMQ_SUB, rec->kv_endpoint_host,
+					   rec->load_port_base + k, "load");
+	rk->st.subscribed = rk->kv_sub != NULL;
+	rk->dirty = true;
+}
+
+void sbd_sub_close(struct sbd *d, struct sbd_worker *w)
+{
+	(void)d;
+	for (uint32_t k = 0; k < w->n_ranks; k++)
+		close_rank(&w->ranks[k]);
+}
+
+void sbd_sub_open(struct sbd *d, struct sbd_worker *w)
+{
+	uint32_t n = w->rec.dp_size ? w->rec.dp_size : 1;
+	if (n > d->max_ranks)
+		n = d->max_ranks;
+	if (n != w->n_ranks) {
+		sbd_sub_close(d, w);
+		free(w->ranks);
+		w->ranks = calloc(n, sizeof(*w->ranks));
+		w->n_ranks = w->ranks ? n : 0;
+		for (uint32_t k = 0; k < w->n_ranks; k++) {
+			sbd_seq_init(&w->ranks[k].st, w->gen);
+			w->ranks[k].dirty = true;
+		}
+	} else {
+		sbd_sub_close(d, w);
+	}
+	for (uint32_t k = 0; k < w->n_ranks; k++)
+		open_rank(d, w, k);
+}
+
+/* Receives one whole message (non-blocking): up to MAX_PARTS frames kept,
+ * the rest drained. Returns the number of frames, 0 when none is waiting,
+ * -1 on a receive error. */
+static int recv_message(void *s, zmq_msg_t parts[MAX_PARTS], int *total)
+{
+	int n = 0;
+	*total = 0;
+	for (;;) {
+		zmq_msg_t m;
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, s, ZMQ_DONTWAIT) < 0) {
+			int e = zmq_errno();
+			zmq_msg_close(&m);
+			if (*total == 0 && e == EAGAIN)
+				return 0;
+			for (int i = 0; i < n; i++)
+				zmq_msg_close(&parts[i]);
+			return e == EAGAIN && *total > 0 ? n : -1;
+		}
+		bool more = zmq_msg_more(&m);
+		(*total)++;
+		if (n < MAX_PARTS)
+			parts[n++] = m;
+		else
+			zmq_msg_close(&m);
+		if (!more)
+			return n;
+	}
+}
+
+static void close_parts(zmq_msg_t *parts, int n)
+{
+	for (int i = 0; i < n; i++)
+		zmq_msg_close(&parts[i]);
+}
+
+static int64_t seq_of(zmq_msg_t *m)
+{
+	return (int64_t)sy_get_u64be(zmq_msg_data(m));
+}
+
+/* Adds the change of a stream's counters to the region's totals. */
+static void account(struct sbd *d, const struct statebus_stream *a, const struct statebus_stream *b)
+{
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_SEQUENCE_GAPS, b->gaps - a->gaps);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_MISSING_SEQUENCES, b->missing - a->missing);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_SKIPPED_BATCHES, b->skipped - a->skipped);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_PUBLISHER_RESETS, b->resets - a->resets);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_DECODE_FAILURES,
+			     b->decode_failures - a->decode_failures);
+}
+
+/* Decodes and applies one batch whose seq was admitted. */
+static void decode_apply(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+			 const uint8_t *payload, size_t len)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	struct sbd_kv_batch b;
+	int rc = sbd_kv_decode(&d->dec, payload, len, &b);
+	if (rc != SY_OK) {
+		rk->st.decode_failures++;
+		if (seq > rk->st.cursor)
+			rk->st.cursor = seq; /* received: skipped, not lost */
+		sy_debug("malformed KV batch seq %lld from %s rank %u: %s", (long long)seq,
+			 w->rec.id, k, sy_strerror(rc));
+		return;
+	}
+	rk->st.decode_failures += b.unknown_tags + b.bad_events + b.oversized_events;
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_UNKNOWN_TAGS, b.unknown_tags);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_OVERSIZED_EVENTS, b.oversized_events);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_TOKENS_DROPPED, b.tokens_dropped);
+	sbd_apply_batch(d, w, k, &b, sy_mono_ns());
+	sbd_seq_commit(&rk->st, seq);
+}
+
+static bool hold(struct sbd_rank *rk, int64_t seq, const uint8_t *payload, size_t len)
+{
+	if (rk->n_held >= SBD_HELD_MAX)
+		return false;
+	if (rk->held == NULL && (rk->held = calloc(SBD_HELD_MAX, sizeof(*rk->held))) == NULL)
+		return false;
+	uint8_t *copy = malloc(len ? len : 1);
+	if (copy == NULL)
+		return false;
+	memcpy(copy, payload, len);
+	rk->held[rk->n_held++] = (struct sbd_held){seq, copy, len};
+	return true;
+}
+
+static void finish_replay(struct sbd *d, struct sbd_worker *w, uint32_t k)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	struct statebus_stream before = rk->st;
+	if (rk->replay)
+		zmq_close(rk->replay);
+	rk->replay = NULL;
+	rk->st.replaying = 0;
+	sbd_seq_gap_lost(&rk->st, rk->replay_to); /* what replay did not recover */
+	account(d, &before, &rk->st);
+	struct sbd_held *held = rk->held;
+	uint32_t n = rk->n_held;
+	rk->held = NULL;
+	rk->n_held = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, false);
+		free(held[i].payload);
+	}
+	free(held);
+	rk->dirty = true;
+}
+
+static bool start_replay(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+			 const uint8_t *payload, size_t len)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	if (w->rec.kv_replay_port_base == 0)
+		return false;
+	void *s = open_socket(d, ZMQ_DEALER, w->rec.kv_endpoint_host,
+			      w->rec.kv_replay_port_base + k, "");
+	if (s == NULL)
+		return false;
+	uint8_t start[8];
+	sy_put_u64be(start, (uint64_t)(rk->st.cursor + 1));
+	if (zmq_send(s, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+	    zmq_send(s, start, sizeof(start), ZMQ_DONTWAIT) < 0 || !hold(rk, seq, payload, len)) {
+		zmq_close(s);
+		return false;
+	}
+	rk->replay = s;
+	rk->replay_to = seq;
+	rk->replay_deadline_ns = sy_mono_ns() + (uint64_t)d->cfg.statebus.replay_timeout_ms * 1000000u;
+	rk->st.replaying = 1;
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_REPLAY_REQUESTS, 1);
+	return true;
+}
+
+void sbd_sub_batch(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+		   const uint8_t *payload, size_t len, bool allow_replay)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	rk->st.last_event_ns = sy_mono_ns();
+	rk->dirty = true;
+	if (rk->replay != NULL) {
+		if (hold(rk, seq, payload, len))
+			return;
+		finish_replay(d, w, k); /* hold full: give up on the replay */
+	}
+	struct statebus_stream before = rk->st;
+	switch (sbd_seq_admit(&rk->st, seq)) {
+	case SBD_SEQ_RESET:
+		sbd_apply_clear_rank(d, w, k);
+		sy_info("%s rank %u: publisher reset (END_SEQ)", w->rec.id, k);
+		break;
+	case SBD_SEQ_SKIP:
+		break;
+	case SBD_SEQ_RESTART:
+		sbd_apply_clear_rank(d, w, k);
+		sy_info("%s rank %u: publisher restarted (seq 0)", w->rec.id, k);
+		decode_apply(d, w, k, seq, payload, len);
+		break;
+	case SBD_SEQ_GAP:
+		if (allow_replay && start_replay(d, w, k, seq, payload, len))
+			break;
+		sbd_seq_gap_lost(&rk->st, seq);
+		decode_apply(d, w, k, seq, payload, len);
+		break;
+	case SBD_SEQ_APPLY:
+		decode_apply(d, w, k, seq, payload, len);
+		break;
+	}
+	account(d, &before, &rk->st);
+}
+
+/* One replay answer: ["", seq, payload] or ["", topic, seq, payload]. */
+static void on_replay_message(struct sbd *d, struct sbd_worker *w, uint32_t k, zmq_msg_t *p,
+			      int n)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	int si = n == 3 ? 1 : n == 4 ? 2 : -1;
+	if (si < 0 || zmq_msg_size(&p[si]) != 8) {
+		finish_replay(d, w, k); /* unexpected answer shape */
+		return;
+	}
+	int64_t seq = seq_of(&p[si]);
+	if (seq == SBD_END_SEQ || seq >= rk->replay_to) {
+		finish_replay(d, w, k);
+		return;
+	}
+	if (seq <= rk->st.cursor)
+		return;
+	struct statebus_stream before = rk->st;
+	if (seq > rk->st.cursor + 1)
+		sbd_seq_gap_lost(&rk->st, seq); /* older than the engine's buffer */
+	decode_apply(d, w, k, seq, zmq_msg_data(&p[si + 1]), zmq_msg_size(&p[si + 1]));
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_REPLAYED_BATCHES, 1);
+	account(d, &before, &rk->st);
+	rk->dirty = true;
+}
+
+static void rebuild(struct sbd *d, struct sbd_worker *w, uint32_t k, int which)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	statebus_counter_add(d->r, STATEBUS_CTR_SOCKET_REBUILDS, 1);
+	sy_warn("%s rank %u: %d receive errors, rebuilding the %s socket", w->rec.id, k,
+		SBD_SOCKET_REBUILD_ERRORS, which == 0 ? "KV" : "LoadStat");
+	void **s = which == 0 ? &rk->kv_sub : &rk->load_sub;
+	zmq_close(*s);
+	*s = NULL;
+	if (which == 0) {
+		rk->kv_sub = open_socket(d, ZMQ_SUB, w->rec.kv_endpoint_host, w->rec.kv_port_base + k,
+					 w->rec.kv_topic);
+		rk->kv_errors = 0;
+	} else {
+		rk->load_sub = open_socket(d, ZMQ_SUB, w->rec.kv_endpoint_host,
+					   w->rec.load_port_base + k, "load");
+		rk->load_errors = 0;
+	}
+}
+
+void sbd_sub_readable(struct sbd *d, struct sbd_worker *w, uint32_t k, int which)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	for (int i = 0; i < SBD_RECV_BURST; i++) {
+		void *s = which == 0 ? rk->kv_sub : which == 1 ? rk->load_sub : rk->replay;
+		if (s == NULL)
+			return;
+		zmq_msg_t p[MAX_PARTS];
+		int total;
+		int n = recv_message(s, p, &total);
+		if (n == 0)
+			return;
+		uint32_t *errs = which == 1 ? &rk->load_errors : &rk->kv_errors;
+		if (n < 0) {
+			if (which != 2 && ++*errs >= SBD_SOCKET_REBUILD_ERRORS)
+				rebuild(d, w, k, which);
+			return;
+		}
+		*errs = 0;
+		if (which == 2) {
+			on_replay_message(d, w, k, p, total == n ? n : -1);
+		} else if (total != 3 || zmq_msg_size(&p[1]) != 8) {
+			if (which == 0) {
+				rk->st.decode_failures++;
+				rk->dirty = true;
+				statebus_counter_add(d->r, STATEBUS_CTR_KV_DECODE_FAILURES, 1);
+			} else {
+				statebus_counter_add(d->r, STATEBUS_CTR_LOAD_DECODE_FAILURES, 1);
+			}
+		} else if (which == 0) {
+			sbd_sub_batch(d, w, k, seq_of(&p[1]), zmq_msg_data(&p[2]),
+				      zmq_msg_size(&p[2]), true);
+		} else {
+			sbd_apply_load(d, w, k, zmq_msg_data(&p[2]), zmq_msg_size(&p[2]),
+				       sy_mono_ns());
+		}
+		close_parts(p, n);
+	}
+}
+
+void sbd_sub_timers(struct sbd *d, uint64_t now)
+{
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		struct sbd_worker *w = &d->w[s];
+		if (!w->used)
+			continue;
+		for (uint32_t k = 0; k < w->n_ranks; k++) {
+			struct sbd_rank *rk = &w->ranks[k];
+			if (rk->replay && now >= rk->replay_deadline_ns) {
+				sy_warn("%s rank %u: replay timed out", w->rec.id, k);
+				finish_replay(d, w, k);
+			}
+			if (rk->dirty) {
+				rk->st.worker_gen = w->gen;
+				(void)statebus_stream_write(d->r, w->slot, k, &rk->st);
+				rk->dirty = false;
+			}
+		}
+	}
+}

@@ -1,0 +1,171 @@
+/* test_seq.c — receiver sequencing (statebus/daemon/seq.c) against
+ * sglang-wire.md §9 and policy-defaults.md §12 scenarios 22–23, with exact
+ * counter values. A tiny driver plays the subscriber's part: apply on
+ * APPLY, count the loss on GAP (no replay), clear the rank on RESET and
+ * RESTART. */
+#include <check.h>
+
+#include "seq.h"
+
+struct drive {
+	struct statebus_stream s;
+	int applied[16];   /* seqs applied, in order */
+	int n_applied;
+	int clears;        /* rank clears (reset or restart) */
+};
+
+static void feed(struct drive *d, int64_t seq)
+{
+	switch (sbd_seq_admit(&d->s, seq)) {
+	case SBD_SEQ_GAP:
+		sbd_seq_gap_lost(&d->s, seq);
+		/* applied anyway (no replay) */
+		__attribute__((fallthrough));
+	case SBD_SEQ_APPLY:
+		d->applied[d->n_applied++] = (int)seq;
+		sbd_seq_commit(&d->s, seq);
+		break;
+	case SBD_SEQ_RESTART:
+		d->clears++;
+		d->applied[d->n_applied++] = (int)seq;
+		sbd_seq_commit(&d->s, seq);
+		break;
+	case SBD_SEQ_RESET:
+		d->clears++;
+		break;
+	case SBD_SEQ_SKIP:
+		break;
+	}
+}
+
+static struct drive fresh(void)
+{
+	struct drive d = {0};
+	sbd_seq_init(&d.s, 1);
+	return d;
+}
+
+START_TEST(test_first_batch_sets_cursor_without_a_gap)
+{
+	struct drive d = fresh();
+	ck_assert_int_eq(d.s.cursor, -1);
+	feed(&d, 2);
+	ck_assert_int_eq(d.s.cursor, 2);
+	ck_assert_uint_eq(d.s.gaps, 0);
+	ck_assert_uint_eq(d.s.missing, 0);
+	ck_assert(!d.s.untrusted);
+}
+END_TEST
+
+START_TEST(test_gap_seq_2_then_5_counts_two_missing_and_applies)
+{
+	struct drive d = fresh();
+	feed(&d, 2);
+	feed(&d, 1); /* filtered: stale */
+	feed(&d, 5);
+	ck_assert_uint_eq(d.s.gaps, 1);
+	ck_assert_uint_eq(d.s.missing, 2); /* 3 and 4 (scenario 23: batches_lost = 2) */
+	ck_assert_uint_eq(d.s.skipped, 1);
+	ck_assert_int_eq(d.s.cursor, 5);
+	ck_assert_int_eq(d.n_applied, 2);
+	ck_assert_int_eq(d.applied[1], 5);
+	ck_assert(d.s.untrusted);
+	ck_assert_uint_eq(d.s.batches, 2);
+}
+END_TEST
+
+START_TEST(test_seq_zero_behind_cursor_restarts_the_rank)
+{
+	/* scenario 22: seq 9 (hash 11), then seq 0 (22), seq 1 (33) */
+	struct drive d = fresh();
+	feed(&d, 9);
+	feed(&d, 0);
+	feed(&d, 1);
+	ck_assert_int_eq(d.clears, 1); /* 11 gone */
+	ck_assert_int_eq(d.n_applied, 3);
+	ck_assert_int_eq(d.s.cursor, 1);
+	ck_assert_uint_eq(d.s.resets, 1);
+	ck_assert_uint_eq(d.s.gaps, 0);
+	ck_assert(!d.s.untrusted);
+}
+END_TEST
+
+START_TEST(test_stale_seq_is_skipped_and_marks_untrusted)
+{
+	struct drive d = fresh();
+	feed(&d, 9);
+	feed(&d, 3);
+	ck_assert_int_eq(d.s.cursor, 9);
+	ck_assert_uint_eq(d.s.skipped, 1);
+	ck_assert(d.s.untrusted);
+	ck_assert_int_eq(d.n_applied, 1);
+	feed(&d, 9); /* a duplicate is stale too */
+	ck_assert_uint_eq(d.s.skipped, 2);
+}
+END_TEST
+
+START_TEST(test_end_seq_resets_and_next_seq_applies_without_gap)
+{
+	struct drive d = fresh();
+	feed(&d, 4);
+	feed(&d, 7); /* gap: untrusted */
+	ck_assert(d.s.untrusted);
+	feed(&d, -1);
+	ck_assert_int_eq(d.s.cursor, -1);
+	ck_assert_uint_eq(d.s.resets, 1);
+	ck_assert_int_eq(d.clears, 1);
+	ck_assert(!d.s.untrusted); /* cleared by the reset */
+	feed(&d, 1); /* scenario 22: after a PublisherReset, seq 1 applies */
+	ck_assert_int_eq(d.s.cursor, 1);
+	ck_assert_uint_eq(d.s.gaps, 1); /* only the earlier one */
+	ck_assert_uint_eq(d.s.missing, 2);
+}
+END_TEST
+
+START_TEST(test_untrusted_cleared_by_all_blocks_cleared)
+{
+	struct drive d = fresh();
+	feed(&d, 0);
+	feed(&d, 3);
+	ck_assert(d.s.untrusted);
+	sbd_seq_cleared(&d.s);
+	ck_assert(!d.s.untrusted);
+	ck_assert_uint_eq(d.s.gaps, 1);
+	ck_assert_uint_eq(d.s.missing, 2);
+}
+END_TEST
+
+START_TEST(test_in_order_stream_counts_nothing)
+{
+	struct drive d = fresh();
+	for (int i = 0; i < 10; i++)
+		feed(&d, i);
+	ck_assert_int_eq(d.s.cursor, 9);
+	ck_assert_uint_eq(d.s.gaps + d.s.missing + d.s.resets + d.s.skipped, 0);
+	ck_assert_uint_eq(d.s.batches, 10);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("seq");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_first_batch_sets_cursor_without_a_gap);
+	tcase_add_test(tc, test_gap_seq_2_then_5_counts_two_missing_and_applies);
+	tcase_add_test(tc, test_seq_zero_behind_cursor_restarts_the_rank);
+	tcase_add_test(tc, test_stale_seq_is_skipped_and_marks_untrusted);
+	tcase_add_test(tc, test_end_seq_resets_and_next_seq_applies_without_gap);
+	tcase_add_test(tc, test_untrusted_cleared_by_all_blocks_cleared);
+	tcase_add_test(tc, test_in_order_stream_counts_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
