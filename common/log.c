@@ -59,6 +59,36 @@ int sy_log_format_parse(const char *s, enum sy_log_format *out)
 	return SY_EINVAL;
 }
 
+/* Length of the valid UTF-8 sequence at s[0] (≥ 0x80), 0 when invalid:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+static unsigned long utf8_seq_len(const unsigned char *s, unsigned long left)
+{
+	unsigned long n;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		if (s[0] == 0xe0)
+			lo = 0xa0;
+		else if (s[0] == 0xed)
+			hi = 0x9f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		if (s[0] == 0xf0)
+			lo = 0x90;
+		else if (s[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (n > left || s[1] < lo || s[1] > hi)
+		return 0;
+	for (unsigned long i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
 unsigned long sy_json_escape(char *out, unsigned long cap, const char *s, unsigned long len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -87,6 +117,15 @@ unsigned long sy_json_escape(char *out, unsigned long cap, const char *s, unsign
 			esc[4] = hex[c >> 4];
 			esc[5] = hex[c & 15];
 			n = 6;
+		} else if (c >= 0x80) {
+			n = utf8_seq_len((const unsigned char *)s + i, len - i);
+			if (n == 0) {
+				memcpy(esc, "\\ufffd", 6);
+				n = 6;
+			} else {
+				memcpy(esc, s + i, n);
+				i += n - 1;
+			}
 		} else {
 			esc[0] = (char)c;
 			n = 1;

@@ -61,8 +61,10 @@ void sy_logv(enum sy_log_level level, const char *fmt, va_list ap);
 
 /* Escapes `len` bytes of `s` as the inside of a JSON string into `out`
  * (capacity `cap`, always NUL-terminated when cap > 0). Control bytes become
- * \uXXXX; invalid UTF-8 is passed through byte-wise. Returns the number of
- * bytes written (excluding NUL); stops early, on a whole escape, when full. */
+ * \uXXXX; each byte that does not start a valid UTF-8 sequence becomes
+ * \ufffd, so the output is always valid JSON (RFC 8259 wants UTF-8).
+ * Returns the number of bytes written (excluding NUL); stops early, on a
+ * whole escape or a whole UTF-8 sequence, when full. */
 unsigned long sy_json_escape(char *out, unsigned long cap, const char *s, unsigned long len);
 
 #endif

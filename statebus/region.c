@@ -240,8 +240,13 @@ static int map_region(int fd, uint64_t size, uint8_t **base, const char *path, c
 int statebus_region_open(const char *path, const struct statebus_params *params, int flags,
 			 struct statebus_region **out, char *err, size_t errcap)
 {
-	if (path == NULL || out == NULL || strlen(path) >= sizeof(((struct statebus_region *)0)->path) ||
-	    (flags & ~STATEBUS_CREATE) != 0) {
+	size_t path_cap = sizeof(((struct statebus_region *)0)->path);
+	if (path != NULL && strlen(path) >= path_cap) {
+		sb_errf(err, errcap, "region path too long (%zu bytes, at most %zu)", strlen(path),
+			path_cap - 1);
+		return SY_EINVAL;
+	}
+	if (path == NULL || out == NULL || (flags & ~STATEBUS_CREATE) != 0) {
 		sb_errf(err, errcap, "invalid arguments to statebus_region_open");
 		return SY_EINVAL;
 	}

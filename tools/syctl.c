@@ -5,8 +5,9 @@
  * Commands (Foundations; index and match from issue 3, syctl_index.c):
  *   create [--max-workers N] [--max-dp-ranks N] [--max-procs N]
  *          [--arena-blocks N] [--arena-block-size BYTES] [--index-nodes N]
- *                      create and initialise the region (attach if present),
- *                      then print its header
+ *                      create and initialise the region (attach if present;
+ *                      capacities given that the region does not have are an
+ *                      error), then print its header
  *   destroy            unlink the region file (mappings stay until closed)
  *   header             magic, layout, capacities, epochs, incarnation, statebus
  *   workers            the workers table
@@ -113,6 +114,32 @@ static int open_region(const struct syctl_opts *o, int flags, struct statebus_re
 		return 1;
 	}
 	return 0;
+}
+
+/* `create` on an existing region attaches: capacities asked for that the
+ * region does not have are an error, not silently ignored. */
+static bool capacities_differ(struct statebus_region *r, const struct syctl_opts *o)
+{
+	struct statebus_header_info h;
+	statebus_region_info(r, &h);
+	const struct { const char *name; uint32_t want, have; } c[] = {
+		{"max_workers", o->params.max_workers, h.params.max_workers},
+		{"max_dp_ranks", o->params.max_dp_ranks, h.params.max_dp_ranks},
+		{"max_procs", o->params.max_procs, h.params.max_procs},
+		{"arena_block_count", o->params.arena_block_count, h.params.arena_block_count},
+		{"arena_block_size", o->params.arena_block_size, h.params.arena_block_size},
+		{"index_nodes", o->params.index_nodes, h.params.index_nodes},
+	};
+	bool differ = false;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (c[i].want == 0 || c[i].want == c[i].have)
+			continue;
+		fprintf(stderr, "syctl: region %s already exists with %s %u, not %u "
+			"(run `syctl destroy` first to change it)\n", o->shm, c[i].name, c[i].have,
+			c[i].want);
+		differ = true;
+	}
+	return differ;
 }
 
 /* ---- header ------------------------------------------------------------- */
@@ -592,8 +619,8 @@ static int parse_u32(const char *flag, const char *s, uint32_t *out)
 	char *end;
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *s == '\0' || *end != '\0' || v > UINT32_MAX || s[0] == '-') {
-		fprintf(stderr, "syctl: %s: expected a non-negative integer, got '%s'\n", flag, s);
+	if (errno || *s == '\0' || *end != '\0' || v == 0 || v > UINT32_MAX || s[0] == '-') {
+		fprintf(stderr, "syctl: %s: expected a positive integer, got '%s'\n", flag, s);
 		return -1;
 	}
 	*out = (uint32_t)v;
@@ -701,6 +728,10 @@ int main(int argc, char **argv)
 		struct statebus_region *r;
 		if (open_region(&o, strcmp(cmd, "create") == 0 ? STATEBUS_CREATE : STATEBUS_ATTACH_ONLY, &r))
 			return 1;
+		if (create_opts && capacities_differ(r, &o)) {
+			statebus_region_close(r);
+			return 1;
+		}
 		int rc = cmds[i].fn(r, &o);
 		statebus_region_close(r);
 		return rc;

@@ -204,7 +204,8 @@ def run(enc, frames):
 
         # --- same prefix again: no new pages, no batch; cached tokens reported
         r = chat(url, c1, 0)
-        check(r["usage"]["prompt_tokens_details"]["cached_tokens"] == len(want) * BS, r["usage"])
+        # SGLang matches on the first n - 1 tokens: a page-aligned prompt misses its last page
+        check(r["usage"]["prompt_tokens_details"]["cached_tokens"] == (len(toks) - 1) // BS * BS, r["usage"])
         # --- a continuation: parent = last cached page
         c2 = c1 + "bbbbbbbb"
         chat(url, c2, 0)

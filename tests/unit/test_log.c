@@ -94,6 +94,22 @@ START_TEST(test_escape_stops_on_whole_escape_when_full)
 }
 END_TEST
 
+/* A JSON line is valid UTF-8 whatever bytes the message holds (a client's
+ * Host header, a file name): invalid bytes become \ufffd, valid sequences
+ * pass, and a sequence is never cut when the output is full. */
+START_TEST(test_escape_replaces_invalid_utf8)
+{
+	char out[128];
+	const char in[] = "a\xff b\xc3\xa9 c\xed\xa0\x80 d\xc0\xaf e\xf0\x9f\x98\x80 f\xe2\x82";
+	sy_json_escape(out, sizeof(out), in, sizeof(in) - 1);
+	ck_assert_str_eq(out, "a\\ufffd b\xc3\xa9 c\\ufffd\\ufffd\\ufffd d\\ufffd\\ufffd "
+			      "e\xf0\x9f\x98\x80 f\\ufffd\\ufffd");
+	unsigned long n = sy_json_escape(out, 4, "ab\xc3\xa9", 4);
+	ck_assert_uint_eq(n, 2); /* é needs 2 bytes, only 1 left before the NUL */
+	ck_assert_str_eq(out, "ab");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("log");
@@ -102,6 +118,7 @@ int main(void)
 	tcase_add_test(tc, test_json_lines_are_one_escaped_object_per_line);
 	tcase_add_test(tc, test_level_and_format_parse);
 	tcase_add_test(tc, test_escape_stops_on_whole_escape_when_full);
+	tcase_add_test(tc, test_escape_replaces_invalid_utf8);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -20,6 +20,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "tools/mock-engine/respond.h"
+#include "tools/mock-engine/tok.h"
 
 #define container_of(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
 
@@ -418,6 +419,18 @@ static void prefill_done(struct mock_timer *t)
 	decode_step(&r->timer);
 }
 
+/* Pages a prompt may match: SGLang matches the prefix of its first n - 1
+ * tokens only (the last token is always computed: it yields the logits), so a
+ * page-aligned prompt never hits on its last page (schedule_batch.py,
+ * init_next_round_input: max_prefix_len = input_len - 1). */
+static size_t match_pages(const struct mreq *r)
+{
+	if (r->n_tokens == 0)
+		return 0;
+	size_t p = mock_tok_full_pages(r->n_tokens - 1, r->eng->cfg.block_size, r->eng->cfg.bigram);
+	return p < r->n_pages ? p : r->n_pages;
+}
+
 static void admit(struct mreq *r)
 {
 	struct mock_engine *e = r->eng;
@@ -428,7 +441,7 @@ static void admit(struct mreq *r)
 	if (rk->n_running > e->stats.peak_running)
 		e->stats.peak_running = rk->n_running;
 	r->t_admit = now;
-	r->locked = mock_cache_acquire(rk->cache, r->hashes, r->n_pages);
+	r->locked = mock_cache_acquire(rk->cache, r->hashes, match_pages(r));
 	size_t cached = r->locked * e->cfg.block_size;
 	r->cached_tokens = cached < r->n_tokens ? cached : r->n_tokens;
 	uint64_t uncached = r->n_tokens - r->cached_tokens;
@@ -460,7 +473,7 @@ static void enqueue(struct mreq *r)
 	struct mock_engine *e = r->eng;
 	struct mock_rank *rk = r->rank;
 	r->state = MS_QUEUED;
-	size_t m = mock_cache_match(rk->cache, r->hashes, r->n_pages) * e->cfg.block_size;
+	size_t m = mock_cache_match(rk->cache, r->hashes, match_pages(r)) * e->cfg.block_size;
 	r->est_uncached = m < r->n_tokens ? (int64_t)(r->n_tokens - m) : 0;
 	r->qprev = rk->wait_tail;
 	r->qnext = NULL;

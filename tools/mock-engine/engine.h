@@ -73,6 +73,7 @@ struct mock_config {
 	unsigned skip_seq_every;     /* 0 = off */
 	uint64_t seed;
 	int load_interval_ms;        /* idle LoadStat resend (1000) */
+	size_t max_body_bytes;       /* larger request bodies: 413 (64 MiB) */
 };
 
 /* Fault switches, changeable at run time (POST /mock/faults). */

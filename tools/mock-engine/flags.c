@@ -40,6 +40,7 @@ static const char usage[] =
 	"  --skip-seq-every N           leave every N-th KV batch off the PUB (0 = off)\n"
 	"  --seed N                     seed of the fault RNG\n"
 	"  --load-interval-ms N         idle LoadStat resend interval (1000)\n"
+	"  --max-body-bytes N           larger request bodies get 413 (67108864)\n"
 	"  --log-level L                debug|info|warn|error (info)\n";
 
 static int num(const char *name, const char *s, long long lo, long long hi, long long *out)
@@ -58,7 +59,7 @@ static int num(const char *name, const char *s, long long lo, long long hi, long
 enum {
 	F_HOST = 256, F_PORT, F_MODEL, F_KV, F_LOAD, F_REPLAY, F_TOPIC, F_ENC, F_RFRAMES, F_RSTEPS,
 	F_MEDIUM, F_DP, F_BS, F_CACHE, F_TOK, F_TOKPATH, F_MAXRUN, F_PREFILL, F_DECODE, F_MAXTOK,
-	F_PD, F_BPORT, F_PDTO, F_SPEC, F_FAIL, F_STALL, F_DROP, F_SKIP, F_SEED, F_LOADINT, F_LOG,
+	F_PD, F_BPORT, F_PDTO, F_SPEC, F_FAIL, F_STALL, F_DROP, F_SKIP, F_SEED, F_LOADINT, F_MAXBODY, F_LOG,
 	F_HELP,
 };
 
@@ -76,7 +77,7 @@ static const struct option opts[] = {
 	{"pd-timeout-ms", 1, 0, F_PDTO}, {"speculative-algorithm", 1, 0, F_SPEC},
 	{"fail-rate", 1, 0, F_FAIL}, {"stall-ms", 1, 0, F_STALL},
 	{"drop-after-tokens", 1, 0, F_DROP}, {"skip-seq-every", 1, 0, F_SKIP}, {"seed", 1, 0, F_SEED},
-	{"load-interval-ms", 1, 0, F_LOADINT}, {"log-level", 1, 0, F_LOG}, {"help", 0, 0, F_HELP},
+	{"load-interval-ms", 1, 0, F_LOADINT}, {"max-body-bytes", 1, 0, F_MAXBODY}, {"log-level", 1, 0, F_LOG}, {"help", 0, 0, F_HELP},
 	{0, 0, 0, 0},
 };
 
@@ -88,6 +89,7 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 		.replay_frames = 4, .replay_buffer_steps = 10000, .medium = "GPU",
 		.tokenizer = "bytes", .max_running = 64, .default_max_tokens = 16,
 		.bootstrap_port = 8998, .pd_timeout_ms = 5000, .load_interval_ms = 1000,
+		.max_body_bytes = 64u << 20,
 	};
 	*log_level = "info";
 	long long v;
@@ -150,7 +152,7 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 		case F_FAIL: {
 			char *end;
 			double d = strtod(a, &end);
-			if (end == a || *end || d < 0 || d > 1) {
+			if (end == a || *end || !(d >= 0 && d <= 1)) { /* also NaN */
 				fprintf(stderr, "--fail-rate: a number in [0, 1]\n");
 				return SY_EINVAL;
 			}
@@ -162,6 +164,7 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 		case F_SKIP: NUM(0, 1000000000); c->skip_seq_every = (unsigned)v; break;
 		case F_SEED: NUM(0, INT64_MAX); c->seed = (uint64_t)v; break;
 		case F_LOADINT: NUM(10, 60000); c->load_interval_ms = (int)v; break;
+		case F_MAXBODY: NUM(1024, 1 << 30); c->max_body_bytes = (size_t)v; break;
 		case F_LOG: *log_level = a; break;
 		case F_HELP: fputs(usage, stdout); return 1;
 		default: fputs(usage, stderr); return SY_EINVAL;

@@ -91,6 +91,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 int mock_http_start(struct mock_engine *e, const char *host, int port)
 {
 	h2o_config_init(&config);
+	config.max_request_entity_size = e->cfg.max_body_bytes;
 	h2o_hostconf_t *hc =
 		h2o_config_register_host(&config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);

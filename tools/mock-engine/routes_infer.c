@@ -167,10 +167,15 @@ int route_infer(struct mock_engine *e, h2o_req_t *req, enum mreq_kind kind)
 	}
 	struct mreq *r = mreq_new(e, req);
 	r->kind = kind;
-	r->stream = json_is_true(json_object_get(root, "stream"));
+	json_t *stream = json_object_get(root, "stream");
+	r->stream = json_is_true(stream);
 	r->include_usage =
 		json_is_true(json_object_get(json_object_get(root, "stream_options"), "include_usage"));
-	const char *err = read_prompt(e, r, root);
+	const char *err = stream && !json_is_boolean(stream) && !json_is_null(stream)
+				  ? "'stream' must be a boolean"
+				  : NULL;
+	if (!err)
+		err = read_prompt(e, r, root);
 	if (!err)
 		err = read_max_tokens(e, r, root);
 	if (!err)
