@@ -39,6 +39,10 @@ struct sy_config_error {
 	char msg[512];       /* NUL-terminated, truncated to fit */
 };
 
+/* Longest state.shm_path in bytes (the state plane stores the region path in
+ * 256 bytes incl. NUL). */
+#define SY_CONFIG_SHM_PATH_MAX 255
+
 enum sy_worker_role {
 	SY_ROLE_PLAIN = 0,   /* serves whole requests */
 	SY_ROLE_PREFILL = 1, /* PD disaggregation: prefill stage */

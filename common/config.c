@@ -51,6 +51,23 @@ static int hook_zmq_endpoint(const char *in, size_t len, char **out, const char 
 	return SY_EINVAL;
 }
 
+/* state.shm_path: an absolute path the state plane can hold (statebus
+ * regions keep their path in 256 bytes incl. NUL; see statebus-t.h). */
+static int hook_shm_path(const char *in, size_t len, char **out, const char **why)
+{
+	if (in[0] != '/') {
+		*why = "must be an absolute path";
+		return SY_EINVAL;
+	}
+	if (len > SY_CONFIG_SHM_PATH_MAX) {
+		*why = "must be at most 255 bytes long";
+		return SY_EINVAL;
+	}
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
@@ -96,7 +113,7 @@ static const struct sy_cfg_section log_section =
 
 #define S struct sy_config_state
 static const struct sy_cfg_field state_fields[] = {
-	SY_CFG_STR_F(S, shm_path, "/dev/shm/switchyard", 0, NULL),
+	SY_CFG_STR_F(S, shm_path, "/dev/shm/switchyard", 0, hook_shm_path),
 };
 static const struct sy_cfg_section state_section =
 	SY_CFG_SECTION("state", S, SY_CFG_NO_OFF, state_fields);

@@ -412,6 +412,23 @@ START_TEST(test_control_endpoint_derives_from_shm_path_unless_given)
 }
 END_TEST
 
+START_TEST(test_shm_path_must_be_absolute_and_fit_the_region_path)
+{
+	ck_assert_int_eq(load("state: {shm_path: dev/shm/x}\n"), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "t.yaml:1:19: state.shm_path: must be an absolute path");
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	char longp[300];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[sizeof(longp) - 1] = '\0';
+	ck_assert_int_eq(flag("statebus", "--shm", longp), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "--shm: must be at most 255 bytes long");
+	longp[255] = '\0';
+	ck_assert_int_eq(flag("statebus", "--shm", longp), SY_OK);
+}
+END_TEST
+
 START_TEST(test_cross_field_checks_fail_with_key_and_position)
 {
 	ck_assert_int_eq(load("router:\n  tokenizer:\n    kind: hf\n"), SY_OK);
@@ -682,6 +699,7 @@ int main(void)
 	tcase_add_test(tc, test_duplicate_between_workers_and_worker_urls_is_refused);
 	tcase_add_test(tc, test_worker_model_defaults_to_model_id_after_flags);
 	tcase_add_test(tc, test_control_endpoint_derives_from_shm_path_unless_given);
+	tcase_add_test(tc, test_shm_path_must_be_absolute_and_fit_the_region_path);
 	tcase_add_test(tc, test_cross_field_checks_fail_with_key_and_position);
 	suite_add_tcase(s, tc);
 
