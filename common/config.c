@@ -65,6 +65,8 @@ static int hook_shm_path(const char *in, size_t len, char **out, const char **wh
 	}
 	if ((*out = strndup(in, len)) == NULL)
 		return SY_ENOMEM;
+	return SY_OK;
+}
 
 /* Policy type names (reference/policy-defaults.md §1, §11). Recognised names
  * pass; whether selection can run them is decided when the router builds its
