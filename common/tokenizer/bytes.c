@@ -23,6 +23,8 @@ static int bytes_encode_text(const struct sy_tokenizer *tok, const char *text,
 			     size_t len, struct sy_tokens *out)
 {
 	(void)tok;
+	if (len == 0) /* nothing to add; out->ids may still be NULL */
+		return SY_OK;
 	int rc = sy_tokens_reserve(out, len);
 	if (rc)
 		return rc;
@@ -35,6 +37,8 @@ static int bytes_encode_text(const struct sy_tokenizer *tok, const char *text,
 static int tokens_emit(void *ctx, const char *p, size_t len)
 {
 	struct sy_tokens *out = ctx;
+	if (len == 0)
+		return SY_OK;
 	bytes_to_ids(out->ids + out->len, p, len);
 	out->len += len;
 	return SY_OK;
