@@ -1,0 +1,258 @@
+/* kvev.c — KV event recording with SGLang's coalescing rules, and msgpack
+ * encoding of a batch in both event encodings (see kvev.h). */
+#include "tools/mock-engine/kvev.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 8;
+	while (nc < need)
+		nc *= 2;
+	void *np = realloc(*p, nc * elem);
+	if (!np)
+		return SY_ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+static struct kvev *push_event(struct kvev_batch *b, enum kvev_type type)
+{
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 8;
+		struct kvev *ne = realloc(b->ev, nc * sizeof(*ne));
+		if (!ne)
+			return NULL;
+		memset(ne + b->cap, 0, (nc - b->cap) * sizeof(*ne));
+		b->ev = ne;
+		b->cap = nc;
+	}
+	struct kvev *e = &b->ev[b->n++];
+	/* Slots are reused after a reset: keep their arrays, clear the rest. */
+	e->type = type;
+	e->n_hashes = 0;
+	e->n_tokens = 0;
+	e->has_parent = false;
+	e->parent = 0;
+	e->block_size = 0;
+	return e;
+}
+
+static int append(struct kvev *e, const int64_t *hashes, size_t n, const uint32_t *tokens,
+		  size_t ntok)
+{
+	if (grow((void **)&e->hashes, &e->cap_hashes, e->n_hashes + n, sizeof(int64_t)) ||
+	    grow((void **)&e->tokens, &e->cap_tokens, e->n_tokens + ntok, sizeof(uint32_t)))
+		return SY_ENOMEM;
+	if (n)
+		memcpy(e->hashes + e->n_hashes, hashes, n * sizeof(int64_t));
+	if (ntok)
+		memcpy(e->tokens + e->n_tokens, tokens, ntok * sizeof(uint32_t));
+	e->n_hashes += n;
+	e->n_tokens += ntok;
+	return 0;
+}
+
+int kvev_batch_store(struct kvev_batch *b, bool has_parent, int64_t parent,
+		     const int64_t *hashes, size_t n, const uint32_t *tokens, size_t ntok,
+		     uint32_t block_size)
+{
+	if (n == 0)
+		return 0;
+	if (b->n > 0) {
+		struct kvev *t = &b->ev[b->n - 1];
+		if (t->type == KVEV_STORED && t->block_size == block_size && has_parent &&
+		    t->n_hashes > 0 && t->hashes[t->n_hashes - 1] == parent)
+			return append(t, hashes, n, tokens, ntok);
+	}
+	struct kvev *e = push_event(b, KVEV_STORED);
+	if (!e)
+		return SY_ENOMEM;
+	e->has_parent = has_parent;
+	e->parent = parent;
+	e->block_size = block_size;
+	int rc = append(e, hashes, n, tokens, ntok);
+	if (rc)
+		b->n--;
+	return rc;
+}
+
+int kvev_batch_remove(struct kvev_batch *b, const int64_t *hashes, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (b->n > 0 && b->ev[b->n - 1].type == KVEV_REMOVED)
+		return append(&b->ev[b->n - 1], hashes, n, NULL, 0);
+	struct kvev *e = push_event(b, KVEV_REMOVED);
+	if (!e)
+		return SY_ENOMEM;
+	int rc = append(e, hashes, n, NULL, 0);
+	if (rc)
+		b->n--;
+	return rc;
+}
+
+int kvev_batch_clear(struct kvev_batch *b)
+{
+	return push_event(b, KVEV_CLEARED) ? 0 : SY_ENOMEM;
+}
+
+void kvev_batch_reset(struct kvev_batch *b) { b->n = 0; }
+
+void kvev_batch_free(struct kvev_batch *b)
+{
+	for (size_t i = 0; i < b->cap; i++) {
+		free(b->ev[i].hashes);
+		free(b->ev[i].tokens);
+	}
+	free(b->ev);
+	b->ev = NULL;
+	b->n = b->cap = 0;
+}
+
+static void pack_cstr(msgpack_packer *pk, const char *s)
+{
+	size_t l = strlen(s);
+	msgpack_pack_str(pk, l);
+	msgpack_pack_str_body(pk, s, l);
+}
+
+static void pack_hashes(msgpack_packer *pk, const struct kvev *e)
+{
+	msgpack_pack_array(pk, e->n_hashes);
+	for (size_t i = 0; i < e->n_hashes; i++)
+		msgpack_pack_int64(pk, e->hashes[i]);
+}
+
+static void pack_array_event(msgpack_packer *pk, const struct kvev *e, const char *medium)
+{
+	switch (e->type) {
+	case KVEV_STORED:
+		msgpack_pack_array(pk, medium ? 7 : 6);
+		pack_cstr(pk, "BlockStored");
+		pack_hashes(pk, e);
+		if (e->has_parent)
+			msgpack_pack_int64(pk, e->parent);
+		else
+			msgpack_pack_nil(pk);
+		msgpack_pack_array(pk, e->n_tokens);
+		for (size_t i = 0; i < e->n_tokens; i++)
+			msgpack_pack_uint32(pk, e->tokens[i]);
+		msgpack_pack_uint32(pk, e->block_size);
+		msgpack_pack_nil(pk); /* lora_id */
+		if (medium)
+			pack_cstr(pk, medium);
+		break;
+	case KVEV_REMOVED:
+		msgpack_pack_array(pk, medium ? 3 : 2);
+		pack_cstr(pk, "BlockRemoved");
+		pack_hashes(pk, e);
+		if (medium)
+			pack_cstr(pk, medium);
+		break;
+	case KVEV_CLEARED:
+		msgpack_pack_array(pk, 1);
+		pack_cstr(pk, "AllBlocksCleared");
+		break;
+	}
+}
+
+static void pack_map_event(msgpack_packer *pk, const struct kvev *e, const char *medium)
+{
+	switch (e->type) {
+	case KVEV_STORED:
+		msgpack_pack_map(pk, medium ? 7 : 6);
+		pack_cstr(pk, "type");
+		pack_cstr(pk, "BlockStored");
+		pack_cstr(pk, "block_hashes");
+		pack_hashes(pk, e);
+		pack_cstr(pk, "parent_block_hash");
+		if (e->has_parent)
+			msgpack_pack_int64(pk, e->parent);
+		else
+			msgpack_pack_nil(pk);
+		pack_cstr(pk, "token_ids");
+		msgpack_pack_array(pk, e->n_tokens);
+		for (size_t i = 0; i < e->n_tokens; i++)
+			msgpack_pack_uint32(pk, e->tokens[i]);
+		pack_cstr(pk, "block_size");
+		msgpack_pack_uint32(pk, e->block_size);
+		pack_cstr(pk, "lora_id");
+		msgpack_pack_nil(pk);
+		if (medium) {
+			pack_cstr(pk, "medium");
+			pack_cstr(pk, medium);
+		}
+		break;
+	case KVEV_REMOVED:
+		msgpack_pack_map(pk, medium ? 3 : 2);
+		pack_cstr(pk, "type");
+		pack_cstr(pk, "BlockRemoved");
+		pack_cstr(pk, "block_hashes");
+		pack_hashes(pk, e);
+		if (medium) {
+			pack_cstr(pk, "medium");
+			pack_cstr(pk, medium);
+		}
+		break;
+	case KVEV_CLEARED:
+		msgpack_pack_map(pk, 1);
+		pack_cstr(pk, "type");
+		pack_cstr(pk, "AllBlocksCleared");
+		break;
+	}
+}
+
+/* Packer sink that remembers an allocation failure, so one check at the end
+ * covers every pack call. */
+struct sink {
+	msgpack_sbuffer *sb;
+	int failed;
+};
+
+static int sink_write(void *data, const char *buf, size_t len)
+{
+	struct sink *s = data;
+	if (msgpack_sbuffer_write(s->sb, buf, len) != 0)
+		s->failed = 1;
+	return 0;
+}
+
+int kvev_encode(const struct kvev_batch *b, double ts, int rank, enum kvev_encoding enc,
+		msgpack_sbuffer *out)
+{
+	struct sink sk = {out, 0};
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &sk, sink_write);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_double(&pk, ts);
+	msgpack_pack_array(&pk, b->n);
+	for (size_t i = 0; i < b->n; i++) {
+		if (enc == KVEV_ENC_MAP)
+			pack_map_event(&pk, &b->ev[i], b->medium);
+		else
+			pack_array_event(&pk, &b->ev[i], b->medium);
+	}
+	if (rank < 0)
+		msgpack_pack_nil(&pk);
+	else
+		msgpack_pack_int(&pk, rank);
+	return sk.failed ? SY_ENOMEM : 0;
+}
+
+int kvev_encoding_parse(const char *s, enum kvev_encoding *out)
+{
+	if (strcmp(s, "array") == 0)
+		*out = KVEV_ENC_ARRAY;
+	else if (strcmp(s, "map") == 0)
+		*out = KVEV_ENC_MAP;
+	else
+		return SY_EINVAL;
+	return 0;
+}

@@ -1,0 +1,230 @@
+/* routes_admin.c — GET /health, /v1/models, /server_info, /v1/loads,
+ * /get_load; /flush_cache; the mock's own /mock/stats, /mock/reset,
+ * /mock/faults, /mock/restart_events. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "tools/mock-engine/http.h"
+
+static bool is(h2o_req_t *req, const char *path)
+{
+	return h2o_memis(req->path_normalized.base, req->path_normalized.len, path, strlen(path));
+}
+
+static bool is_post(h2o_req_t *req)
+{
+	return h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"));
+}
+
+static void put_str(struct sbuf *o, const char *s)
+{
+	if (s)
+		sbuf_json_str(o, s, strlen(s));
+	else
+		sbuf_puts(o, "null");
+}
+
+static void server_info(struct mock_engine *e, struct sbuf *o)
+{
+	const struct mock_config *c = &e->cfg;
+	sbuf_printf(o, "{\"model_path\":%s,\"served_model_name\":%s,\"tokenizer_path\":", e->model_json,
+		    e->model_json);
+	put_str(o, c->tokenizer_path);
+	sbuf_puts(o, ",\"tokenizer\":");
+	put_str(o, c->tokenizer);
+	sbuf_puts(o, ",\"host\":");
+	put_str(o, c->host);
+	sbuf_printf(o,
+		    ",\"port\":%d,\"version\":\"switchyard-mock-0.1\",\"tp_size\":1,\"dp_size\":%d,"
+		    "\"enable_dp_attention\":%s,\"page_size\":%u,\"max_running_requests\":%d,"
+		    "\"max_total_num_tokens\":%zu,\"enable_http2\":false,\"disaggregation_mode\":",
+		    c->port, c->dp_size, c->dp_size > 1 ? "true" : "false", c->block_size,
+		    c->max_running, c->cache_tokens);
+	put_str(o, c->pd_mode == MOCK_PD_PREFILL  ? "prefill"
+		   : c->pd_mode == MOCK_PD_DECODE ? "decode"
+						  : NULL);
+	sbuf_printf(o, ",\"disaggregation_bootstrap_port\":%d,\"speculative_algorithm\":",
+		    c->bootstrap_port);
+	put_str(o, c->spec_algo);
+	if (c->kv_port > 0) {
+		sbuf_printf(o, ",\"kv_events\":{\"publisher\":\"zmq\",\"endpoint\":\"tcp://%s:%d\","
+			       "\"endpoint_host\":",
+			    c->host, c->kv_port);
+		put_str(o, c->host);
+		sbuf_printf(o, ",\"endpoint_port_base\":%d,\"topic\":", c->kv_port);
+		put_str(o, c->topic);
+		sbuf_printf(o, ",\"block_size\":%u,\"dp_size\":%d", c->block_size, c->dp_size);
+		if (c->load_port > 0)
+			sbuf_printf(o, ",\"load_endpoint_port_base\":%d,\"load_topic\":\"load\"",
+				    c->load_port);
+		if (c->replay_port > 0)
+			sbuf_printf(o, ",\"replay_port_base\":%d,\"replay_endpoint\":\"tcp://%s:%d\","
+				       "\"buffer_steps\":%zu",
+				    c->replay_port, c->host, c->replay_port, c->replay_buffer_steps);
+		sbuf_printf(o, ",\"event_encoding\":\"%s\"}",
+			    c->encoding == KVEV_ENC_MAP ? "map" : "array");
+	}
+	sbuf_printf(o,
+		    ",\"mock\":{\"prefill_us_per_token\":%" PRIu64 ",\"decode_us_per_token\":%" PRIu64
+		    ",\"cache_tokens\":%zu,\"hash\":\"%s\"}}",
+		    c->prefill_us, c->decode_us, c->cache_tokens,
+		    mock_tok_hash_is_sglang() ? "sglang-sha256" : "stand-in");
+}
+
+static void loads(struct mock_engine *e, struct sbuf *o, bool legacy)
+{
+	sbuf_puts(o, legacy ? "[" : "{\"timestamp\":");
+	if (!legacy)
+		sbuf_printf(o, "%.3f,\"dp_rank_count\":%d,\"loads\":[", sy_wall_seconds(), e->cfg.dp_size);
+	for (int i = 0; i < e->cfg.dp_size; i++) {
+		struct loadstat ls;
+		mock_rank_loadstat(&e->ranks[i], &ls);
+		const struct mock_stats *s = &e->stats;
+		if (i)
+			sbuf_puts(o, ",");
+		if (legacy) {
+			sbuf_printf(o,
+				    "{\"dp_rank\":%d,\"num_reqs\":%" PRId64 ",\"num_waiting_reqs\":%" PRId64
+				    ",\"num_tokens\":%" PRId64 "}",
+				    i, ls.running + ls.waiting, ls.waiting, ls.num_tokens);
+			continue;
+		}
+		double usage = ls.max_total_num_tokens
+				       ? (double)ls.num_tokens / (double)ls.max_total_num_tokens
+				       : 0.0;
+		sbuf_printf(o,
+			    "{\"dp_rank\":%d,\"num_running_reqs\":%" PRId64 ",\"num_waiting_reqs\":%" PRId64
+			    ",\"num_waiting_uncached_tokens\":%" PRId64 ",\"num_used_tokens\":%" PRId64
+			    ",\"num_total_tokens\":%" PRId64 ",\"max_total_num_tokens\":%" PRId64
+			    ",\"max_running_requests\":%" PRId64 ",\"token_usage\":%.6f"
+			    ",\"gen_throughput\":0.0,\"cache_hit_rate\":%.6f,\"utilization\":%.6f}",
+			    i, ls.running, ls.waiting, ls.waiting_uncached, ls.num_tokens,
+			    ls.total_tokens, ls.max_total_num_tokens, ls.max_running, usage,
+			    s->prompt_tokens ? (double)s->cached_tokens / (double)s->prompt_tokens : 0.0,
+			    ls.max_running ? (double)ls.running / (double)ls.max_running : 0.0);
+	}
+	sbuf_puts(o, legacy ? "]" : "]}");
+}
+
+static void faults_json(struct mock_engine *e, struct sbuf *o)
+{
+	sbuf_printf(o,
+		    "{\"fail_rate\":%g,\"stall_ms\":%d,\"drop_after_tokens\":%d,\"skip_seq_every\":%u}",
+		    e->faults.fail_rate, e->faults.stall_ms, e->faults.drop_after_tokens,
+		    e->faults.skip_seq_every);
+}
+
+/* POST /mock/faults {fail_rate, stall_ms, drop_after_tokens, skip_seq_every}:
+ * sets the given switches, keeps the others. */
+static const char *set_faults(struct mock_engine *e, h2o_req_t *req)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(req->entity.base ? req->entity.base : "",
+				  req->entity.base ? req->entity.len : 0, 0, &jerr);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return "body must be a JSON object";
+	}
+	const char *err = NULL;
+	json_t *v;
+	struct mock_faults f = e->faults;
+	if ((v = json_object_get(root, "fail_rate"))) {
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1)
+			err = "fail_rate must be in [0, 1]";
+		else
+			f.fail_rate = json_number_value(v);
+	}
+	if ((v = json_object_get(root, "stall_ms"))) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			err = "stall_ms must be a non-negative integer";
+		else
+			f.stall_ms = (int)json_integer_value(v);
+	}
+	if ((v = json_object_get(root, "drop_after_tokens"))) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			err = "drop_after_tokens must be a non-negative integer";
+		else
+			f.drop_after_tokens = (int)json_integer_value(v);
+	}
+	if ((v = json_object_get(root, "skip_seq_every"))) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			err = "skip_seq_every must be a non-negative integer";
+		else
+			f.skip_seq_every = (unsigned)json_integer_value(v);
+	}
+	json_decref(root);
+	if (!err)
+		e->faults = f;
+	return err;
+}
+
+static bool query_is(h2o_req_t *req, const char *name, const char *val)
+{
+	h2o_iovec_t v = http_query_param(req, name);
+	return v.base && h2o_memis(v.base, v.len, val, strlen(val));
+}
+
+int route_admin(struct mock_engine *e, h2o_req_t *req, bool *handled)
+{
+	struct sbuf o = {0};
+	*handled = true;
+	if (is(req, "/health") || is(req, "/health_generate")) {
+		http_reply(req, 200, "text/plain", NULL);
+	} else if (is(req, "/v1/models")) {
+		sbuf_printf(&o,
+			    "{\"object\":\"list\",\"data\":[{\"id\":%s,\"object\":\"model\",\"created\":%" PRIu64
+			    ",\"owned_by\":\"sglang\",\"root\":%s,\"max_model_len\":%zu}]}",
+			    e->model_json, e->started_wall_s, e->model_json, e->cfg.cache_tokens);
+		http_reply(req, 200, "application/json", &o);
+	} else if (is(req, "/server_info") || is(req, "/get_server_info")) {
+		server_info(e, &o);
+		http_reply(req, 200, "application/json", &o);
+	} else if (is(req, "/v1/loads")) {
+		loads(e, &o, false);
+		http_reply(req, 200, "application/json", &o);
+	} else if (is(req, "/get_load")) {
+		loads(e, &o, true);
+		http_reply(req, 200, "application/json", &o);
+	} else if (is(req, "/flush_cache")) {
+		if (mock_engine_flush_cache(e) == 0) {
+			sbuf_puts(&o, "Cache flushed.\n");
+			http_reply(req, 200, "text/plain", &o);
+		} else {
+			http_error(req, 400, "BadRequestError",
+				   "Cache not flushed: there are running or waiting requests");
+		}
+	} else if (is(req, "/mock/stats")) {
+		mock_stats_json(&e->stats, &o);
+		http_reply(req, 200, "application/json", &o);
+	} else if (is(req, "/mock/reset")) {
+		if (!is_post(req)) {
+			http_error(req, 405, "MethodNotAllowed", "use POST");
+		} else {
+			mock_stats_reset(&e->stats);
+			http_reply(req, 200, "application/json", &(struct sbuf){.p = "{}", .n = 2});
+		}
+	} else if (is(req, "/mock/faults")) {
+		const char *err = is_post(req) ? set_faults(e, req) : NULL;
+		if (err) {
+			http_error(req, 400, "BadRequestError", err);
+		} else {
+			faults_json(e, &o);
+			http_reply(req, 200, "application/json", &o);
+		}
+	} else if (is(req, "/mock/restart_events")) {
+		if (!is_post(req)) {
+			http_error(req, 405, "MethodNotAllowed", "use POST");
+		} else {
+			mock_engine_restart_events(e, !query_is(req, "sentinel", "0"),
+						   query_is(req, "keep_cache", "1"));
+			http_reply(req, 200, "application/json", &(struct sbuf){.p = "{}", .n = 2});
+		}
+	} else {
+		*handled = false;
+	}
+	sbuf_free(&o);
+	return 0;
+}

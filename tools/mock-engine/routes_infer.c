@@ -1,0 +1,189 @@
+/* routes_infer.c — POST /v1/chat/completions, /v1/completions, /generate:
+ * parse the JSON body (jansson; cold path is fine for a mock), tokenize,
+ * hash the whole pages, read PD bootstrap fields, hand over to the engine. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "tools/mock-engine/http.h"
+#include "tools/mock-engine/respond.h"
+
+static int tokens_from_ids(json_t *arr, uint32_t **out, size_t *n)
+{
+	size_t len = json_array_size(arr);
+	uint32_t *ids = malloc((len ? len : 1) * sizeof(*ids));
+	if (!ids)
+		return SY_ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		json_t *v = json_array_get(arr, i);
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > UINT32_MAX) {
+			free(ids);
+			return SY_EINVAL;
+		}
+		ids[i] = (uint32_t)json_integer_value(v);
+	}
+	*out = ids;
+	*n = len;
+	return 0;
+}
+
+/* Prompt → r->tokens by route kind. Returns 0 or an error message. */
+static const char *read_prompt(struct mock_engine *e, struct mreq *r, json_t *root)
+{
+	int rc;
+	switch (r->kind) {
+	case MREQ_CHAT: {
+		json_t *m = json_object_get(root, "messages");
+		if (!json_is_array(m) || json_array_size(m) == 0)
+			return "'messages' must be a non-empty array";
+		rc = mock_tok_chat(&e->tok, m, &r->tokens, &r->n_tokens);
+		return rc == 0 ? NULL : "each message needs a string 'role' and text 'content'";
+	}
+	case MREQ_COMPLETION: {
+		json_t *p = json_object_get(root, "prompt");
+		if (json_is_array(p) && json_array_size(p) > 0 &&
+		    json_is_string(json_array_get(p, 0)))
+			p = json_array_get(p, 0);
+		if (json_is_string(p))
+			rc = mock_tok_text(&e->tok, json_string_value(p), json_string_length(p),
+					   &r->tokens, &r->n_tokens);
+		else if (json_is_array(p))
+			rc = tokens_from_ids(p, &r->tokens, &r->n_tokens);
+		else
+			return "'prompt' must be a string, a list of strings or a list of token ids";
+		return rc == 0 ? NULL : "'prompt' token ids must be non-negative integers";
+	}
+	case MREQ_GENERATE: {
+		json_t *t = json_object_get(root, "text"), *ids = json_object_get(root, "input_ids");
+		if (json_is_string(t))
+			rc = mock_tok_text(&e->tok, json_string_value(t), json_string_length(t),
+					   &r->tokens, &r->n_tokens);
+		else if (json_is_array(ids))
+			rc = tokens_from_ids(ids, &r->tokens, &r->n_tokens);
+		else
+			return "'text' (string) or 'input_ids' (list of ints) is required";
+		return rc == 0 ? NULL : "'input_ids' must be non-negative integers";
+	}
+	}
+	return "unknown route";
+}
+
+static const char *read_max_tokens(struct mock_engine *e, struct mreq *r, json_t *root)
+{
+	json_t *v = NULL;
+	if (r->kind == MREQ_CHAT) {
+		v = json_object_get(root, "max_completion_tokens");
+		if (!v || json_is_null(v))
+			v = json_object_get(root, "max_tokens");
+	} else if (r->kind == MREQ_COMPLETION) {
+		v = json_object_get(root, "max_tokens");
+	} else {
+		v = json_object_get(json_object_get(root, "sampling_params"), "max_new_tokens");
+	}
+	r->max_tokens = e->cfg.default_max_tokens;
+	if (v && !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 1000000)
+			return "max tokens must be an integer in [0, 1000000]";
+		r->max_tokens = (int)json_integer_value(v);
+	}
+	/* A prefill engine only computes the first token. */
+	if (e->cfg.pd_mode == MOCK_PD_PREFILL && r->max_tokens > 1)
+		r->max_tokens = 1;
+	return NULL;
+}
+
+static const char *read_bootstrap(struct mock_engine *e, struct mreq *r, json_t *root)
+{
+	json_t *room = json_object_get(root, "bootstrap_room");
+	json_t *host = json_object_get(root, "bootstrap_host");
+	json_t *port = json_object_get(root, "bootstrap_port");
+	if (json_is_integer(room) && json_integer_value(room) >= 0) {
+		r->has_room = true;
+		r->room = (uint64_t)json_integer_value(room);
+	} else if (room && !json_is_null(room)) {
+		return "'bootstrap_room' must be a non-negative integer";
+	}
+	if (json_is_string(host))
+		snprintf(r->bs_host, sizeof(r->bs_host), "%s", json_string_value(host));
+	if (json_is_integer(port))
+		r->bs_port = (int)json_integer_value(port);
+	if (e->cfg.pd_mode == MOCK_PD_DECODE &&
+	    (!r->has_room || !r->bs_host[0] || r->bs_port <= 0 || r->bs_port > 65535))
+		return "a decode engine needs bootstrap_host, bootstrap_port and bootstrap_room";
+	return NULL;
+}
+
+static const char *hash_pages(struct mock_engine *e, struct mreq *r)
+{
+	uint32_t bs = e->cfg.block_size;
+	bool bigram = e->cfg.bigram;
+	r->n_pages = mock_tok_full_pages(r->n_tokens, bs, bigram);
+	r->hashes = malloc((r->n_pages ? r->n_pages : 1) * sizeof(int64_t));
+	if (!r->hashes)
+		return "out of memory";
+	ssize_t k = mock_tok_page_hashes(r->tokens, r->n_tokens, bs, bigram, r->hashes, r->n_pages);
+	if (k < 0 || (size_t)k != r->n_pages)
+		return "block hashing failed";
+	if (!bigram) {
+		r->tok_per_page = bs;
+		return NULL;
+	}
+	/* Bigram pages carry their pairs flattened: [t_i, t_i+1, ...]. */
+	r->tok_per_page = 2 * (size_t)bs;
+	r->page_tokens = malloc((r->n_pages * r->tok_per_page + 1) * sizeof(uint32_t));
+	if (!r->page_tokens)
+		return "out of memory";
+	for (size_t u = 0; u < r->n_pages * bs; u++) {
+		r->page_tokens[2 * u] = r->tokens[u];
+		r->page_tokens[2 * u + 1] = r->tokens[u + 1];
+	}
+	return NULL;
+}
+
+int route_infer(struct mock_engine *e, h2o_req_t *req, enum mreq_kind kind)
+{
+	if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
+		http_error(req, 405, "MethodNotAllowed", "use POST");
+		return 0;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(req->entity.base ? req->entity.base : "",
+				  req->entity.base ? req->entity.len : 0, 0, &jerr);
+	if (!root || !json_is_object(root)) {
+		char msg[300];
+		if (root)
+			snprintf(msg, sizeof(msg), "request body must be a JSON object");
+		else
+			snprintf(msg, sizeof(msg), "malformed JSON at byte %d: %s", jerr.position,
+				 jerr.text);
+		json_decref(root);
+		e->stats.bad_requests++;
+		http_error(req, 400, "BadRequestError", msg);
+		return 0;
+	}
+	struct mreq *r = mreq_new(e, req);
+	r->kind = kind;
+	r->stream = json_is_true(json_object_get(root, "stream"));
+	r->include_usage =
+		json_is_true(json_object_get(json_object_get(root, "stream_options"), "include_usage"));
+	const char *err = read_prompt(e, r, root);
+	if (!err)
+		err = read_max_tokens(e, r, root);
+	if (!err)
+		err = read_bootstrap(e, r, root);
+	if (!err)
+		err = hash_pages(e, r);
+	json_decref(root);
+	if (err) {
+		e->stats.bad_requests++;
+		mreq_fail(r, 400, "BadRequestError", err);
+		return 0;
+	}
+	r->seed = textgen_seed(r->tokens, r->n_tokens);
+	mock_engine_submit(r);
+	return 0;
+}
