@@ -8,9 +8,9 @@
  * reachable from it; only sy_config_free() releases them. A NULL string or a
  * 0 integer documented as "absent" means the key was not given.
  *
- * Sections still to come, each added as a table row plus a struct here:
- * `buckets` (the buckets/engine-groups issue) and `policy` (the policies and
- * admission issue).
+ * `policy` (the default policy of every group, admission caps, legacy
+ * policy flags) and `buckets` (buckets with engine groups) come from the
+ * router selection issue (reference/policy-defaults.md §1, §5, §6, §11).
  */
 #ifndef SY_COMMON_CONFIG_T_H
 #define SY_COMMON_CONFIG_T_H
@@ -111,11 +111,89 @@ struct sy_config_router {
 	int sampling_param_conflict;    /* enum sy_sampling_conflict */
 	int max_connections_per_worker; /* keep-alive upstream sockets per worker
 	                                   and process (socket pool capacity) */
+	char *session_id_header;   /* session key header (default x-session-id) */
+	char *routing_key_header;  /* routing key header (default x-sgl-routing-key) */
+	int ttft_slo_policy;       /* enum sy_slo_policy, header x-sgl-ttft-slo-ms */
+	int tps_slo_policy;        /* enum sy_slo_policy, header x-sgl-tps-slo */
 };
 
 enum sy_sampling_conflict {
 	SY_SAMPLING_REJECT = 0, /* a differing client value → 400 sampling_contract_violation */
 	SY_SAMPLING_ALLOW = 1,  /* the override wins silently */
+};
+
+enum sy_slo_policy {
+	SY_SLO_DISABLED = 0,    /* targets ignored (headers not read) */
+	SY_SLO_BEST_EFFORT = 1, /* penalise buckets that meet the target */
+	SY_SLO_FIRST = 2,       /* penalise buckets that do not meet it */
+};
+
+/* policy.admission / groups.*.policy.admission: hard caps
+ * (reference/policy-defaults.md §5). -1 = absent (no cap / inherit). */
+struct sy_config_admission {
+	int64_t max_running_requests;       /* requests */
+	int64_t max_waiting_requests;       /* requests */
+	int64_t max_kv_tokens;              /* tokens */
+	int64_t max_pending_prefill_tokens; /* tokens */
+	int64_t max_inflight_requests;      /* router-local requests */
+};
+
+/* A policy block: the top-level `policy` (defaults of every group, from
+ * --policy and friends) or a group's `policy`. A key left out of a group's
+ * block comes from the top-level block. NULL / 0 / -1 = absent. */
+struct sy_config_policy {
+	char *type;              /* round_robin | random | power_of_n |
+				    power_of_two | cache_aware | session_aware |
+				    sticky | load_based; top-level default
+				    power_of_n (reorg) */
+	int power_of_n_choices;  /* N of power_of_n; 0 absent (default 2) */
+	struct sy_config_admission admission;
+	/* Top-level only (refused inside a group): */
+	char *prefill_policy;    /* --prefill-policy: prefill groups' type */
+	char *decode_policy;     /* --decode-policy: decode groups' type
+				    (default power_of_n) */
+	char *filter;            /* --filter: "overloaded" (legacy, with
+				    max_in_flight) */
+	int max_in_flight;       /* --max-in-flight (legacy): with filter
+				    overloaded → admission.max_inflight_requests */
+	char *chat_routing;      /* --chat-routing: only "reorg" (no-op) */
+	char *affinity_mode;     /* --affinity-mode: only "strict" (session_aware,
+				    issue 6); "soft" is refused */
+	struct sy_config_mark mark;
+};
+
+/* buckets[].limits: inclusive input-token range. */
+struct sy_config_limits {
+	int64_t min; /* tokens, default 0 */
+	int64_t max; /* tokens, -1 = unbounded */
+};
+
+/* buckets[].groups.{plain,prefill,decode}. Given when mark.line > 0. */
+struct sy_config_group {
+	char **worker_ids;        /* normalised worker IDs (membership) */
+	size_t n_worker_ids;
+	bool worker_ids_given;    /* worker_ids: [...] present (may be empty) */
+	struct sy_config_policy policy;
+	struct sy_config_mark mark;
+};
+
+struct sy_config_groups {
+	struct sy_config_group plain;
+	struct sy_config_group prefill;
+	struct sy_config_group decode;
+	struct sy_config_mark mark;
+};
+
+/* One bucket (reference/policy-defaults.md §6, SGLang buckets_reorg.rs). */
+struct sy_config_bucket {
+	char *id;                   /* required, unique */
+	int64_t rank;               /* 0..4294967295, default 0 */
+	struct sy_config_limits limits;
+	int64_t max_context_tokens; /* tokens, -1 = unbounded */
+	double ttft_ms;             /* TTFT estimate, ms; 0 = none */
+	double tokens_per_second;   /* TPS estimate; 0 = none */
+	struct sy_config_groups groups; /* plain, or prefill + decode */
+	struct sy_config_mark mark;
 };
 
 struct sy_config_statebus {
@@ -135,7 +213,9 @@ struct sy_config {
 	size_t n_worker_urls;
 	struct sy_config_router router;
 	struct sy_config_statebus statebus;
-	/* buckets: added by the buckets issue; policy: by the policies issue. */
+	struct sy_config_policy policy;  /* top-level default policy */
+	struct sy_config_bucket *buckets; /* n_buckets; none → catch-all from flags */
+	size_t n_buckets;
 
 	char *source;                    /* name of the last file loaded, or NULL */
 	bool worker_urls_from_flags;     /* --worker-urls given: it names the fleet */

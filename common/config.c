@@ -51,6 +51,99 @@ static int hook_zmq_endpoint(const char *in, size_t len, char **out, const char 
 	return SY_EINVAL;
 }
 
+
+/* Policy type names (reference/policy-defaults.md §1, §11). Recognised names
+ * pass; whether selection can run them is decided when the router builds its
+ * generation (issue-6 kinds are refused there). Removed or dropped names are
+ * refused here with their replacement. */
+static int hook_policy_type(const char *in, size_t len, char **out, const char **why)
+{
+	static const char *const known[] = {"round_robin", "random", "power_of_n", "power_of_two",
+					    "cache_aware", "session_aware", "sticky", "load_based"};
+	static const struct {
+		const char *name, *why;
+	} refused[] = {
+		{"cache_aware_zmq", "removed (SGLang PR #38108); use cache_aware"},
+		{"legacy_host_affinity", "dropped in reorg; use power_of_n"},
+		{"fused_score", "not supported; use power_of_n or cache_aware"},
+		{"score_policy", "not supported; use power_of_n or cache_aware"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		if (strlen(refused[i].name) == len && memcmp(in, refused[i].name, len) == 0) {
+			*why = refused[i].why;
+			return SY_EINVAL;
+		}
+	}
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (strlen(known[i]) == len && memcmp(in, known[i], len) == 0) {
+			if ((*out = strndup(in, len)) == NULL)
+				return SY_ENOMEM;
+			return SY_OK;
+		}
+	}
+	*why = "must be one of round_robin, random, power_of_n, power_of_two, cache_aware, "
+	       "session_aware, sticky, load_based";
+	return SY_EINVAL;
+}
+
+/* One accepted value, or a refused one with its replacement. */
+static int hook_choice(const char *in, size_t len, char **out, const char **why,
+		       const char *accepted, const char *refused, const char *refused_why,
+		       const char *otherwise)
+{
+	if (strlen(accepted) == len && memcmp(in, accepted, len) == 0) {
+		if ((*out = strndup(in, len)) == NULL)
+			return SY_ENOMEM;
+		return SY_OK;
+	}
+	*why = refused != NULL && strlen(refused) == len && memcmp(in, refused, len) == 0
+		       ? refused_why
+		       : otherwise;
+	return SY_EINVAL;
+}
+
+static int hook_filter(const char *in, size_t len, char **out, const char **why)
+{
+	return hook_choice(in, len, out, why, "overloaded", "prefix_cache",
+			   "dropped in reorg; use the cache-aware candidate thresholds "
+			   "(cache_affinity_min_matched_tokens, cache_affinity_min_match_ratio)",
+			   "must be overloaded");
+}
+
+static int hook_chat_routing(const char *in, size_t len, char **out, const char **why)
+{
+	return hook_choice(in, len, out, why, "reorg", NULL, NULL,
+			   "must be reorg (the bucket-first design is always on)");
+}
+
+static int hook_affinity_mode(const char *in, size_t len, char **out, const char **why)
+{
+	return hook_choice(in, len, out, why, "strict", "soft", "rejected in reorg; use strict",
+			   "must be strict");
+}
+
+/* Header names: token characters, stored lower-case (h2o looks headers up
+ * lower-case). */
+static int hook_header_name(const char *in, size_t len, char **out, const char **why)
+{
+	char *d = malloc(len + 1);
+	if (d == NULL)
+		return SY_ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_')) {
+			free(d);
+			*why = "must be an HTTP header name (letters, digits, '-', '_')";
+			return SY_EINVAL;
+		}
+		d[i] = (char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+	}
+	d[len] = '\0';
+	*out = d;
+	return SY_OK;
+}
+
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
@@ -59,6 +152,7 @@ static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const log_format_names[] = {"text", "json", NULL};
 static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
+static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
 
 #define KV struct sy_config_kv_events
 static const struct sy_cfg_field kv_fields[] = {
@@ -131,6 +225,10 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, override_sampling_params, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_ENUM_F(R, sampling_param_conflict, sampling_conflict_names, SY_SAMPLING_REJECT),
 	SY_CFG_INT_F(R, max_connections_per_worker, 1, 65536, 256, 0),
+	SY_CFG_STR_F(R, session_id_header, "x-session-id", 0, hook_header_name),
+	SY_CFG_STR_F(R, routing_key_header, "x-sgl-routing-key", 0, hook_header_name),
+	SY_CFG_ENUM_F(R, ttft_slo_policy, slo_policy_names, SY_SLO_DISABLED),
+	SY_CFG_ENUM_F(R, tps_slo_policy, slo_policy_names, SY_SLO_DISABLED),
 };
 static const struct sy_cfg_section router_section =
 	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);
@@ -146,6 +244,79 @@ static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);
 #undef B
 
+
+/* Caps: -1 = absent (defaults are not range-checked; a value must be ≥ 0). */
+#define A struct sy_config_admission
+static const struct sy_cfg_field admission_fields[] = {
+	SY_CFG_INT_F(A, max_running_requests, 0, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(A, max_waiting_requests, 0, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(A, max_kv_tokens, 0, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(A, max_pending_prefill_tokens, 0, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(A, max_inflight_requests, 0, INT64_MAX, -1, 0),
+};
+static const struct sy_cfg_section admission_section =
+	SY_CFG_SECTION("admission", A, SY_CFG_NO_OFF, admission_fields);
+#undef A
+
+#define P struct sy_config_policy
+static const struct sy_cfg_field policy_fields[] = {
+	SY_CFG_STR_F(P, type, NULL, SY_CFG_NULLABLE, hook_policy_type),
+	SY_CFG_INT_F(P, power_of_n_choices, 1, 1024, 0, 0),
+	SY_CFG_MAP_F(P, admission, admission_section),
+	SY_CFG_STR_F(P, prefill_policy, NULL, SY_CFG_NULLABLE, hook_policy_type),
+	SY_CFG_STR_F(P, decode_policy, NULL, SY_CFG_NULLABLE, hook_policy_type),
+	SY_CFG_STR_F(P, filter, NULL, SY_CFG_NULLABLE, hook_filter),
+	SY_CFG_INT_F(P, max_in_flight, 1, INT32_MAX, 0, 0),
+	SY_CFG_STR_F(P, chat_routing, NULL, SY_CFG_NULLABLE, hook_chat_routing),
+	SY_CFG_STR_F(P, affinity_mode, NULL, SY_CFG_NULLABLE, hook_affinity_mode),
+};
+static const struct sy_cfg_section policy_section =
+	SY_CFG_SECTION("policy", P, offsetof(P, mark), policy_fields);
+#undef P
+
+#define LI struct sy_config_limits
+static const struct sy_cfg_field limits_fields[] = {
+	SY_CFG_INT_F(LI, min, 0, INT64_MAX, 0, 0),
+	SY_CFG_INT_F(LI, max, 0, INT64_MAX, -1, 0),
+};
+static const struct sy_cfg_section limits_section =
+	SY_CFG_SECTION("limits", LI, SY_CFG_NO_OFF, limits_fields);
+#undef LI
+
+#define G struct sy_config_group
+static const struct sy_cfg_field group_fields[] = {
+	SY_CFG_STRLIST_GIVEN_F(G, worker_ids, n_worker_ids, worker_ids_given,
+			       SY_CONFIG_MAX_WORKERS, hook_worker_url),
+	SY_CFG_MAP_F(G, policy, policy_section),
+};
+static const struct sy_cfg_section group_section =
+	SY_CFG_SECTION("group", G, offsetof(G, mark), group_fields);
+#undef G
+
+#define GS struct sy_config_groups
+static const struct sy_cfg_field groups_fields[] = {
+	SY_CFG_MAP_F(GS, plain, group_section),
+	SY_CFG_MAP_F(GS, prefill, group_section),
+	SY_CFG_MAP_F(GS, decode, group_section),
+};
+static const struct sy_cfg_section groups_section =
+	SY_CFG_SECTION("groups", GS, offsetof(GS, mark), groups_fields);
+#undef GS
+
+#define BK struct sy_config_bucket
+static const struct sy_cfg_field bucket_fields[] = {
+	SY_CFG_STR_F(BK, id, NULL, SY_CFG_REQUIRED, NULL),
+	SY_CFG_INT_F(BK, rank, 0, UINT32_MAX, 0, 0),
+	SY_CFG_MAP_F(BK, limits, limits_section),
+	SY_CFG_INT_F(BK, max_context_tokens, 0, INT64_MAX, -1, 0),
+	SY_CFG_DOUBLE_F(BK, ttft_ms, 0, 1e12, 0),
+	SY_CFG_DOUBLE_F(BK, tokens_per_second, 0, 1e12, 0),
+	SY_CFG_MAP_F(BK, groups, groups_section),
+};
+static const struct sy_cfg_section bucket_section =
+	SY_CFG_SECTION("bucket", BK, offsetof(BK, mark), bucket_fields);
+#undef BK
+
 #define C struct sy_config
 static const struct sy_cfg_field root_fields[] = {
 	SY_CFG_STR_F(C, model_id, "default-model", 0, NULL),
@@ -156,8 +327,8 @@ static const struct sy_cfg_field root_fields[] = {
 			 SY_CONFIG_MAX_WORKERS, hook_worker_url),
 	SY_CFG_MAP_F(C, router, router_section),
 	SY_CFG_MAP_F(C, statebus, statebus_section),
-	/* buckets: the buckets/engine-groups issue adds its row here.
-	 * policy:  the policies/admission issue adds its row here. */
+	SY_CFG_MAP_F(C, policy, policy_section),
+	SY_CFG_SEQ_F(C, buckets, n_buckets, bucket_section, SY_CONFIG_MAX_BUCKETS),
 };
 static const struct sy_cfg_section root_section =
 	SY_CFG_SECTION("config", C, SY_CFG_NO_OFF, root_fields);
@@ -372,6 +543,149 @@ static int flag_fleet(struct sy_config *cfg, struct sy_config_error *err)
 	return rc;
 }
 
+
+/* ---- finish: policy section and buckets ----------------------------------- */
+
+/* Legacy --filter overloaded --max-in-flight N → admission cap (§11). */
+static int finish_policy(struct sy_config *cfg, struct sy_config_error *err)
+{
+	struct sy_config_policy *p = &cfg->policy;
+
+	if (p->max_in_flight > 0) {
+		if (p->filter == NULL) {
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, p->mark, "policy.max_in_flight",
+				     "needs filter overloaded (--filter overloaded), or use "
+				     "max_inflight_requests (--max-inflight-requests)");
+			return SY_ECONFIG;
+		}
+		int64_t *cap = &p->admission.max_inflight_requests;
+		if (*cap >= 0 && *cap != p->max_in_flight) {
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, p->mark, "policy.max_in_flight",
+				     "conflicts with admission.max_inflight_requests = %lld",
+				     (long long)*cap);
+			return SY_ECONFIG;
+		}
+		*cap = p->max_in_flight;
+	}
+	return SY_OK;
+}
+
+/* Keys that only the top-level policy may carry. */
+static int check_group_policy(const struct sy_config *cfg, const struct sy_config_group *g,
+			      const char *path, struct sy_config_error *err)
+{
+	const struct sy_config_policy *p = &g->policy;
+	const char *bad = p->prefill_policy ? "prefill_policy"
+			  : p->decode_policy ? "decode_policy"
+			  : p->filter        ? "filter"
+			  : p->max_in_flight ? "max_in_flight"
+			  : p->chat_routing  ? "chat_routing"
+			  : p->affinity_mode ? "affinity_mode"
+					     : NULL;
+	char key[256];
+	if (bad == NULL)
+		return SY_OK;
+	snprintf(key, sizeof(key), "%.200s.policy.%s", path, bad);
+	sy_cfg_error(err, SY_ECONFIG, cfg->source, p->mark.line ? p->mark : g->mark, key,
+		     "only valid in the top-level policy section");
+	return SY_ECONFIG;
+}
+
+static const struct sy_config_worker *find_worker(const struct sy_config *cfg, const char *id)
+{
+	for (size_t i = 0; i < cfg->n_workers; i++)
+		if (cfg->workers[i].url != NULL && strcmp(cfg->workers[i].url, id) == 0)
+			return &cfg->workers[i];
+	return NULL;
+}
+
+static int check_group(const struct sy_config *cfg, const struct sy_config_group *g, int role,
+		       const char *path, struct sy_config_error *err)
+{
+	char key[192];
+	int rc = check_group_policy(cfg, g, path, err);
+	if (rc != SY_OK)
+		return rc;
+	for (size_t i = 0; i < g->n_worker_ids; i++) {
+		snprintf(key, sizeof(key), "%.150s.worker_ids[%zu]", path, i);
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(g->worker_ids[i], g->worker_ids[j]) == 0) {
+				sy_cfg_error(err, SY_ECONFIG, cfg->source, g->mark, key,
+					     "duplicate worker \"%s\"", g->worker_ids[i]);
+				return SY_ECONFIG;
+			}
+		}
+		const struct sy_config_worker *w = find_worker(cfg, g->worker_ids[i]);
+		if (w != NULL && w->role != role) {
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, g->mark, key,
+				     "worker \"%s\" has role %s; a %s group takes %s workers",
+				     g->worker_ids[i], sy_worker_role_name(w->role),
+				     sy_worker_role_name(role), sy_worker_role_name(role));
+			return SY_ECONFIG;
+		}
+	}
+	return SY_OK;
+}
+
+/* Buckets of reference/policy-defaults.md §6. */
+static int finish_buckets(struct sy_config *cfg, struct sy_config_error *err)
+{
+	char path[64], key[128];
+	int rc;
+
+	for (size_t i = 0; i < cfg->n_buckets; i++) {
+		const struct sy_config_bucket *b = &cfg->buckets[i];
+		const struct sy_config_groups *gs = &b->groups;
+		snprintf(path, sizeof(path), "buckets[%zu]", i);
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(cfg->buckets[j].id, b->id) == 0) {
+				snprintf(key, sizeof(key), "%s.id", path);
+				sy_cfg_error(err, SY_ECONFIG, cfg->source, b->mark, key,
+					     "duplicate bucket id \"%s\" (first at line %u)", b->id,
+					     (unsigned)cfg->buckets[j].mark.line);
+				return SY_ECONFIG;
+			}
+		}
+		if (b->limits.max >= 0 && b->limits.min > b->limits.max) {
+			snprintf(key, sizeof(key), "%s.limits", path);
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, b->mark, key,
+				     "min %lld is above max %lld", (long long)b->limits.min,
+				     (long long)b->limits.max);
+			return SY_ECONFIG;
+		}
+		if (b->max_context_tokens >= 0 && b->max_context_tokens < b->limits.min) {
+			snprintf(key, sizeof(key), "%s.max_context_tokens", path);
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, b->mark, key,
+				     "%lld is below limits.min %lld: the bucket can never match",
+				     (long long)b->max_context_tokens, (long long)b->limits.min);
+			return SY_ECONFIG;
+		}
+		bool plain = gs->plain.mark.line > 0, pre = gs->prefill.mark.line > 0,
+		     dec = gs->decode.mark.line > 0;
+		snprintf(key, sizeof(key), "%s.groups", path);
+		if (plain && (pre || dec)) {
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, gs->mark.line ? gs->mark : b->mark,
+				     key, "a bucket is either plain or prefill + decode, not both");
+			return SY_ECONFIG;
+		}
+		if (!plain && !(pre && dec)) {
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, gs->mark.line ? gs->mark : b->mark,
+				     key, "needs a plain group, or both prefill and decode groups");
+			return SY_ECONFIG;
+		}
+		static const char *const names[] = {"plain", "prefill", "decode"};
+		const struct sy_config_group *g[] = {&gs->plain, &gs->prefill, &gs->decode};
+		for (int k = 0; k < 3; k++) {
+			if (g[k]->mark.line == 0)
+				continue;
+			snprintf(key, sizeof(key), "%s.groups.%s", path, names[k]);
+			if ((rc = check_group(cfg, g[k], k, key, err)) != SY_OK)
+				return rc;
+		}
+	}
+	return SY_OK;
+}
+
 int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 {
 	static const struct sy_config_mark none = {0, 0};
@@ -412,7 +726,9 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 			     "router.tokenizer.path", "required when router.tokenizer.kind is hf");
 		return SY_ECONFIG;
 	}
-	return SY_OK;
+	if ((rc = finish_policy(cfg, err)) != SY_OK)
+		return rc;
+	return finish_buckets(cfg, err);
 
 nomem:
 	sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "out of memory");

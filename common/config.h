@@ -34,6 +34,27 @@
  *              reject|allow, max_connections_per_worker: 256}
  *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
  *              health_interval_ms: 1000}
+ *   router (selection keys): session_id_header: x-session-id,
+ *              routing_key_header: x-sgl-routing-key,
+ *              ttft_slo_policy / tps_slo_policy: disabled|best_effort|slo_first
+ *   policy:   {type: power_of_n, power_of_n_choices: 2,
+ *              admission: {max_running_requests, max_waiting_requests,
+ *                          max_kv_tokens, max_pending_prefill_tokens,
+ *                          max_inflight_requests},
+ *              prefill_policy, decode_policy: power_of_n,
+ *              filter: overloaded, max_in_flight, chat_routing: reorg,
+ *              affinity_mode: strict}        (top-level: defaults of groups)
+ *   buckets:  [{id (required), rank: 0, limits: {min: 0, max},
+ *               max_context_tokens, ttft_ms, tokens_per_second,
+ *               groups: {plain: GROUP} | {prefill: GROUP, decode: GROUP}}]
+ *             GROUP = {worker_ids: [url, ...], policy: {type,
+ *               power_of_n_choices, admission: {...}}}
+ *             (reference/policy-defaults.md §6; omitted group policy keys
+ *             come from the top-level policy)
+ * Flags of the policy section (config_flags.c): --policy, --prefill-policy,
+ * --decode-policy, --power-of-n-choices, --filter, --max-in-flight,
+ * --chat-routing, --affinity-mode and the five admission flags
+ * --max-running-requests ... --max-inflight-requests.
  */
 #ifndef SY_COMMON_CONFIG_H
 #define SY_COMMON_CONFIG_H
@@ -44,6 +65,7 @@
 
 #define SY_CONFIG_MAX_BYTES (1u << 20) /* largest configuration file / string */
 #define SY_CONFIG_MAX_WORKERS 1024     /* static fleet entries (workers + worker_urls) */
+#define SY_CONFIG_MAX_BUCKETS 64       /* buckets[] entries */
 
 /* Sets every key to its default. `cfg` is overwritten without being freed
  * (pass an uninitialised or freed struct). Returns 0 or SY_ENOMEM (then cfg
@@ -96,7 +118,13 @@ int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char 
  * empty. Fills each worker's model from model_id, statebus.control_endpoint
  * from "ipc://<state.shm_path>.ctl" when absent, and checks: no two workers
  * with one ID (the message gives both lines), tokenizer.kind hf needs
- * tokenizer.path, query_endpoint differs from control_endpoint. Calling it
+ * tokenizer.path, query_endpoint differs from control_endpoint; the policy
+ * section (legacy --filter overloaded --max-in-flight N → admission
+ * max_inflight_requests = N; max_in_flight without filter overloaded is an
+ * error; top-level-only keys refused inside groups) and buckets (unique IDs,
+ * limits.min ≤ limits.max, max_context_tokens ≥ limits.min, each bucket
+ * exactly plain or prefill + decode, no duplicate worker IDs in a group, a
+ * configured worker only in groups of its role). Calling it
  * again (e.g. after a later flag) keeps the fleet built by the first call.
  * Returns 0, SY_ECONFIG or SY_ENOMEM. */
 int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err);

@@ -36,22 +36,34 @@ static const struct flag_alias settled[] = {
 	{NULL, NULL},
 };
 
-/* ADMISSION FLAGS — filled by the policies/admission issue, with its
- * `policy` section (DESIGN.md §5, reference/policy-defaults.md §11):
- *   --max-running-requests        → policy.admission.max_running_requests
- *   --max-waiting-requests        → policy.admission.max_waiting_requests
- *   --max-kv-tokens               → policy.admission.max_kv_tokens
- *   --max-pending-prefill-tokens  → policy.admission.max_pending_prefill_tokens
- *   --max-inflight-requests       → policy.admission.max_inflight_requests
- *   --max-in-flight (legacy, with --filter overloaded) → the same key */
+/* Policy and admission flags (DESIGN.md §5, reference/policy-defaults.md §1,
+ * §5, §11): the `policy` section, whatever the program's section. Values are
+ * checked by the schema hooks (config.c): removed policy names, --filter
+ * prefix_cache, --affinity-mode soft and --decode-policy
+ * legacy_host_affinity are refused there with their replacement. The legacy
+ * --max-in-flight needs --filter overloaded and becomes
+ * admission.max_inflight_requests in sy_config_finish(). */
 static const struct flag_alias admission[] = {
+	{"--policy", "policy.type"},
+	{"--prefill-policy", "policy.prefill_policy"},
+	{"--decode-policy", "policy.decode_policy"},
+	{"--power-of-n-choices", "policy.power_of_n_choices"},
+	{"--filter", "policy.filter"},
+	{"--max-in-flight", "policy.max_in_flight"},
+	{"--chat-routing", "policy.chat_routing"},
+	{"--affinity-mode", "policy.affinity_mode"},
+	{"--max-running-requests", "policy.admission.max_running_requests"},
+	{"--max-waiting-requests", "policy.admission.max_waiting_requests"},
+	{"--max-kv-tokens", "policy.admission.max_kv_tokens"},
+	{"--max-pending-prefill-tokens", "policy.admission.max_pending_prefill_tokens"},
+	{"--max-inflight-requests", "policy.admission.max_inflight_requests"},
 	{NULL, NULL},
 };
 
 /* Legacy SGLang-router options that are refused by name, with the
  * replacement (reference/policy-defaults.md §11). Value-dependent ones
  * (--policy cache_aware_zmq, --filter prefix_cache, --affinity-mode soft,
- * --decode-policy legacy_host_affinity) come with the policy issue. */
+ * --decode-policy legacy_host_affinity) are refused by the schema hooks. */
 static const struct flag_alias legacy[] = {
 	{"--cache-threshold", "removed; use the cache-aware min-matched-tokens / "
 			      "min-match-ratio thresholds"},

@@ -71,6 +71,8 @@ int sy_cfg_defaults(const struct sy_cfg_section *sec, void *obj)
 			*(size_t *)AT(obj, f->count_off) = 0;
 			if (f->type == SY_CFG_STRLIST && f->marks_off != SY_CFG_NO_OFF)
 				*(void **)AT(obj, f->marks_off) = NULL;
+			if (f->flags & SY_CFG_GIVEN)
+				*(bool *)AT(obj, f->given_off) = false;
 			break;
 		}
 	}

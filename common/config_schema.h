@@ -48,6 +48,8 @@ enum sy_cfg_type {
 
 #define SY_CFG_REQUIRED 0x1u /* the key must appear in its mapping */
 #define SY_CFG_NULLABLE 0x2u /* null (~, null, empty) resets to absent: NULL / 0 */
+#define SY_CFG_GIVEN 0x4u    /* SEQ / STRLIST: a bool at given_off is set when the
+				key holds a sequence (tells `[]` from absent) */
 
 /* A string hook validates and rewrites a STR / STRLIST value (e.g. the URL
  * normaliser). It returns 0 and a malloc'd *out, SY_ENOMEM, or SY_EINVAL with
@@ -75,6 +77,7 @@ struct sy_cfg_field {
 	const char *const *names; /* ENUM names, NULL-terminated */
 	const struct sy_cfg_section *sub; /* MAP / SEQ element section */
 	sy_cfg_str_hook hook;     /* STR / STRLIST: optional validator */
+	size_t given_off;         /* SY_CFG_GIVEN: offset of the bool */
 };
 
 struct sy_cfg_section {
@@ -109,6 +112,10 @@ struct sy_cfg_section {
 #define SY_CFG_STRLIST_F(T, m, n, mk, lim, hk) \
 	{SY_CFG_AT_(T, m), .type = SY_CFG_STRLIST, .count_off = offsetof(T, n), \
 	 .marks_off = (mk), .max = (lim), .hook = (hk)}
+#define SY_CFG_STRLIST_GIVEN_F(T, m, n, g, lim, hk) \
+	{SY_CFG_AT_(T, m), .type = SY_CFG_STRLIST, .flags = SY_CFG_GIVEN, \
+	 .count_off = offsetof(T, n), .marks_off = SY_CFG_NO_OFF, .max = (lim), .hook = (hk), \
+	 .given_off = offsetof(T, g)}
 #define SY_CFG_SECTION(nm, T, mk, arr) \
 	{.name = (nm), .size = sizeof(T), .mark_off = (mk), .fields = (arr), \
 	 .n_fields = sizeof(arr) / sizeof((arr)[0])}

@@ -166,11 +166,15 @@ static int walk_value(struct walk *w, const struct sy_cfg_field *f, void *obj)
 	case SY_CFG_STRLIST: {
 		bool seq = f->type == SY_CFG_SEQ;
 		sy_cfg_clear_list(f, obj); /* a list in the file replaces the current one */
+		if (f->flags & SY_CFG_GIVEN)
+			*(bool *)((char *)obj + f->given_off) = false;
 		if (null)
 			return SY_OK;
 		if (e->type != YAML_SEQUENCE_START_EVENT)
 			return FAIL(w, SY_ECONFIG, e->start_mark, "must be a sequence of %s, not %s",
 				    seq ? "mappings" : "strings", node_kind(e));
+		if (f->flags & SY_CFG_GIVEN)
+			*(bool *)((char *)obj + f->given_off) = true;
 		for (size_t i = 0;; i++) {
 			if ((rc = next(w)) != SY_OK)
 				return rc;

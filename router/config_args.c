@@ -7,8 +7,8 @@
  * the file has been loaded, so flags win wherever they appear. A flag takes
  * the arguments up to the next "--..." as its value; --worker-urls accepts
  * several (SGLang style: --worker-urls http://a http://b). Legacy SGLang
- * spellings handled here: --chat-routing reorg (no-op), --filter overloaded
- * with --max-in-flight N (→ --max-inflight-requests N).
+ * spellings (--chat-routing reorg, --filter overloaded --max-in-flight N,
+ * dropped options) are the common loader's (config_flags.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +57,6 @@ int rt_config_from_args(int argc, char **argv, struct sy_config *cfg, int *check
 		return rc;
 	}
 	/* Pass 2: flags. */
-	bool filter_overloaded = false;
-	const char *max_in_flight = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strncmp(a, "--", 2) != 0) {
@@ -78,22 +76,6 @@ int rt_config_from_args(int argc, char **argv, struct sy_config *cfg, int *check
 			*check_only = 1;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			*help = 1;
-		} else if (strcmp(a, "--chat-routing") == 0) {
-			if (val == NULL || strcmp(val, "reorg") != 0) {
-				snprintf(err, errcap, "--chat-routing: only 'reorg' is accepted (the "
-						      "bucket-first behaviour is always on)");
-				return SY_EUNSUPPORTED;
-			}
-		} else if (strcmp(a, "--filter") == 0) {
-			if (val == NULL || strcmp(val, "overloaded") != 0) {
-				snprintf(err, errcap, "--filter: only 'overloaded' (with --max-in-flight) "
-						      "is accepted; prefix_cache is dropped: use the "
-						      "cache-aware candidate thresholds");
-				return SY_EUNSUPPORTED;
-			}
-			filter_overloaded = true;
-		} else if (strcmp(a, "--max-in-flight") == 0) {
-			max_in_flight = val;
 		} else if (strcmp(a, "--worker-urls") == 0 && nvals > 1) {
 			struct rt_buf b = {0};
 			for (int k = i + 1; k < j; k++) {
@@ -113,15 +95,6 @@ int rt_config_from_args(int argc, char **argv, struct sy_config *cfg, int *check
 				return rc;
 		}
 		i = j - 1;
-	}
-	if (max_in_flight != NULL) {
-		if (!filter_overloaded) {
-			snprintf(err, errcap, "--max-in-flight: only with --filter overloaded (or use "
-					      "--max-inflight-requests)");
-			return SY_ECONFIG;
-		}
-		if ((rc = apply(cfg, "--max-inflight-requests", max_in_flight, err, errcap)) != SY_OK)
-			return rc;
 	}
 	if ((rc = sy_config_finish(cfg, &e)) != SY_OK) {
 		snprintf(err, errcap, "%s", e.msg);

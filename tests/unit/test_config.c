@@ -204,7 +204,7 @@ START_TEST(test_unknown_key_gives_file_line_col_and_dotted_path)
 	ck_assert_uint_eq(err.line, 4);
 	ck_assert_uint_eq(err.col, 3);
 	ck_assert_str_eq(err.key, "router.prot");
-	ck_load_fails("buckets: []\n", SY_ECONFIG, "t.yaml:1:1: buckets: unknown key");
+	ck_load_fails("bucketz: []\n", SY_ECONFIG, "t.yaml:1:1: bucketz: unknown key");
 }
 END_TEST
 
