@@ -6,7 +6,8 @@ set -euo pipefail
 syctl=$1 fixture=$2
 shm=/dev/shm/sy-test-syctl-$$
 py=/usr/bin/python3
-cleanup() { [ -n "${FIX_PID:-}" ] && kill "$FIX_PID" 2>/dev/null; rm -f "$shm" "$shm.bad"; }
+fix_pid=""
+cleanup() { if [ -n "$fix_pid" ]; then kill "$fix_pid" 2>/dev/null || true; fi; rm -f "$shm" "$shm.bad"; }
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -17,7 +18,7 @@ grep -q "$shm" <<<"$out" || fail "missing-region message does not name the path:
 
 # The fixture fills the region and holds its slot until its stdin closes.
 coproc FIX { "$fixture" --shm "$shm"; }
-fix_in=${FIX[1]}
+fix_in=${FIX[1]} fix_pid=$FIX_PID  # bash unsets FIX_PID when the coproc exits
 read -r line <&"${FIX[0]}"
 [ "$line" = ready ] || fail "fixture did not start: $line"
 
@@ -64,7 +65,7 @@ assert len(d["readers"]) == 1 and d["readers"][0]["role"] == "tool" and d["reade
 
 # Closing the fixture's stdin releases its slot and its in-flight row.
 eval "exec ${fix_in}>&-"
-wait "$FIX_PID" || fail "fixture exited non-zero"
+wait "$fix_pid" || fail "fixture exited non-zero"
 "$syctl" --shm "$shm" inflight --json | $py -c '
 import json,sys; w={x["worker"]: x for x in json.load(sys.stdin)["workers"]}
 assert w["http://127.0.0.1:30001"]["in_flight"] == 0, w

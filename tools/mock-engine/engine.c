@@ -644,6 +644,7 @@ int mock_engine_init(struct mock_engine *e, const struct mock_config *cfg, h2o_e
 									   H2O_SOCKET_FLAG_DONT_READ);
 				s->data = rk;
 				h2o_socket_read_start(s, on_replay_readable);
+				rk->replay_watch = s;
 			}
 		}
 		if (cfg->load_port > 0) {
@@ -662,6 +663,8 @@ void mock_engine_shutdown(struct mock_engine *e)
 	for (int i = 0; i < e->cfg.dp_size; i++) {
 		struct mock_rank *rk = &e->ranks[i];
 		flush_rank(rk, sy_mono_us());
+		if (rk->replay_watch)
+			h2o_socket_close(rk->replay_watch); /* closes the dup, not zmq's fd */
 		if (rk->has_kv) {
 			mock_pub_reset(&rk->kv, true); /* END_SEQ: publisher going away */
 			mock_pub_close(&rk->kv);
@@ -672,4 +675,9 @@ void mock_engine_shutdown(struct mock_engine *e)
 	mock_pd_close(e);
 	mock_tok_close(&e->tok);
 	zmq_ctx_term(e->zctx);
+	for (int i = 0; i < e->cfg.dp_size; i++)
+		mock_cache_destroy(e->ranks[i].cache), kvev_batch_free(&e->ranks[i].batch);
+	free(e->ranks);
+	free(e->model_json);
+	mock_timers_free(&e->timers);
 }

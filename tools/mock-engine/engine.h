@@ -71,7 +71,6 @@ struct mock_config {
 	unsigned skip_seq_every;     /* 0 = off */
 	uint64_t seed;
 	int load_interval_ms;        /* idle LoadStat resend (1000) */
-	bool cache_output;           /* also cache output pages at finish */
 };
 
 /* Fault switches, changeable at run time (POST /mock/faults). */
@@ -91,6 +90,7 @@ struct mock_rank {
 	struct kvev_batch batch;      /* events of the current step */
 	bool has_kv, has_load;
 	struct mock_pub kv, load;
+	h2o_socket_t *replay_watch;   /* dup of the ROUTER's ZMQ_FD in the loop */
 	struct mreq *wait_head, *wait_tail;
 	int64_t n_waiting, n_running, n_pd_wait;
 	int64_t waiting_uncached;     /* Σ estimated uncached tokens of waiting */

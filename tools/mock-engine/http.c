@@ -19,6 +19,7 @@ struct mock_handler {
 static h2o_globalconf_t config;
 static h2o_context_t ctx;
 static h2o_accept_ctx_t accept_ctx;
+static h2o_socket_t *http_listener;
 
 void http_reply(h2o_req_t *req, int status, const char *ctype, const struct sbuf *body)
 {
@@ -115,7 +116,14 @@ int mock_http_start(struct mock_engine *e, const char *host, int port)
 			close(fd);
 		return SY_EIO;
 	}
-	h2o_socket_t *ls = h2o_evloop_socket_create(e->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-	h2o_socket_read_start(ls, on_accept);
+	http_listener = h2o_evloop_socket_create(e->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+	h2o_socket_read_start(http_listener, on_accept);
 	return 0;
+}
+
+void mock_http_stop(void)
+{
+	if (http_listener)
+		h2o_socket_close(http_listener);
+	http_listener = NULL;
 }

@@ -10,6 +10,10 @@
 /* Configures h2o and listens on host:port (HTTP/1.1). Returns 0 or SY_EIO. */
 int mock_http_start(struct mock_engine *e, const char *host, int port);
 
+/* Stops listening (the listener socket is closed; run the loop once more
+ * to let h2o free it). */
+void mock_http_stop(void);
+
 /* Sends `body` (may be NULL: empty) with `status` and content type. */
 void http_reply(h2o_req_t *req, int status, const char *ctype, const struct sbuf *body);
 

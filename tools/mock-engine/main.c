@@ -60,6 +60,8 @@ int main(int argc, char **argv)
 		mock_engine_tick(&eng);
 	}
 	sy_info("shutting down: publishing END_SEQ");
+	mock_http_stop();
 	mock_engine_shutdown(&eng);
+	h2o_evloop_run(loop, 0); /* lets h2o free the closed sockets */
 	return 0;
 }

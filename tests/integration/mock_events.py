@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""mock_events.py FLEET BIN — an independent decoder (python3-zmq, python3-msgpack)
+checks the mock engine's KV-event and LoadStat streams against
+shared/reference/sglang-wire.md: frames and dense seqs (§2), batch and both event
+encodings (§4-5), coalescing (§8), the SHA-256 block-hash chain (§11, recomputed
+here with hashlib), LoadStat V3 (§12), replay in both answer forms (§3), gaps
+from --skip-seq-every, END_SEQ on restart and on shutdown."""
+import glob, hashlib, json, os, shutil, struct, subprocess, sys, tempfile, time, urllib.request
+
+import msgpack
+import zmq
+
+FLEET, BIN = sys.argv[1], sys.argv[2]
+END = b"\xff" * 8
+BS = 4
+ctx = zmq.Context.instance()
+
+
+ACTIVE = []  # fleet dirs still running: their logs are shown on failure
+
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr)
+    for d in ACTIVE:
+        for log in glob.glob(os.path.join(d, "*.log")):
+            print(f"--- {log}", open(log).read()[-3000:], sep="\n", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def fleet(d, *extra):
+    subprocess.run([FLEET, "start", "--dir", d, "--bin", BIN, "--dp-size", "2", "--", *extra],
+                   check=True, stdout=subprocess.DEVNULL, timeout=30)
+    return json.load(open(os.path.join(d, "fleet.json")))[0]
+
+
+def stop(d):
+    subprocess.run([FLEET, "stop", "--dir", d], check=True, timeout=30)
+    # a sanitizer report in a mock's log fails the test
+    for log in glob.glob(os.path.join(d, "*.log")):
+        text = open(log).read()
+        if "Sanitizer" in text or "runtime error" in text:
+            fail(f"sanitizer report in {log}:\n{text[-3000:]}")
+    ACTIVE.remove(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def post(url, path, body, headers=None):
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode() if body is not None else b"",
+                                 headers={"content-type": "application/json", **(headers or {})})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read()
+
+
+def chat(url, content, rank):
+    return json.loads(post(url, "/v1/chat/completions",
+                           {"messages": [{"role": "user", "content": content}], "max_tokens": 2},
+                           {"X-Data-Parallel-Rank": str(rank)}))
+
+
+def chain(tokens, bs):
+    """SGLang block ids of the whole pages (sglang-wire.md §11)."""
+    prev, ids = b"", []
+    for p in range(len(tokens) // bs):
+        h = hashlib.sha256(prev)
+        for t in tokens[p * bs:(p + 1) * bs]:
+            h.update(struct.pack("<I", t))
+        prev = h.digest()
+        ids.append(int.from_bytes(prev[:8], "big", signed=True))
+    return ids
+
+
+def chatml(content):
+    return list(f"<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n".encode())
+
+
+def sub(port, topic=b""):
+    s = ctx.socket(zmq.SUB)
+    s.setsockopt(zmq.SUBSCRIBE, topic)
+    s.setsockopt(zmq.RCVTIMEO, 3000)
+    s.connect(f"tcp://127.0.0.1:{port}")
+    return s
+
+
+def recv(s):
+    try:
+        return s.recv_multipart()
+    except zmq.Again:
+        fail("no message within 3 s")
+
+
+def drain(s, wait=0.3):
+    """All messages arriving within `wait` seconds of quiet."""
+    out = []
+    s.setsockopt(zmq.RCVTIMEO, int(wait * 1000))
+    while True:
+        try:
+            out.append(s.recv_multipart())
+        except zmq.Again:
+            break
+    s.setsockopt(zmq.RCVTIMEO, 3000)
+    return out
+
+
+def seq_of(f):
+    check(len(f) == 8, f"seq frame is {len(f)} bytes")
+    return struct.unpack(">q", f)[0]
+
+
+def decode_batch(payload, rank):
+    b = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    check(isinstance(b, list) and len(b) == 3, f"batch is not [ts, events, rank]: {b!r}")
+    check(isinstance(b[0], float), "ts is not a float")
+    check(b[2] == rank, f"batch rank {b[2]} on the socket of rank {rank}")
+    return b[1]
+
+
+def norm(ev, enc):
+    """Event → dict, validating its shape in the given encoding."""
+    if enc == "array":
+        check(isinstance(ev, list), f"array event expected: {ev!r}")
+        tag = ev[0]
+        if tag == "BlockStored":
+            check(len(ev) == 7 and ev[5] is None and ev[6] == "GPU", f"BlockStored shape {ev!r}")
+            return dict(type=tag, block_hashes=ev[1], parent_block_hash=ev[2], token_ids=ev[3],
+                        block_size=ev[4])
+        if tag == "BlockRemoved":
+            check(len(ev) == 3 and ev[2] == "GPU", f"BlockRemoved shape {ev!r}")
+            return dict(type=tag, block_hashes=ev[1])
+        check(ev == ["AllBlocksCleared"], f"unknown event {ev!r}")
+        return dict(type=tag)
+    check(isinstance(ev, dict) and "type" in ev, f"map event expected: {ev!r}")
+    if ev["type"] == "BlockStored":
+        check(set(ev) == {"type", "block_hashes", "parent_block_hash", "token_ids", "block_size",
+                          "lora_id", "medium"} and ev["lora_id"] is None, f"BlockStored keys {ev!r}")
+    elif ev["type"] == "BlockRemoved":
+        check(set(ev) == {"type", "block_hashes", "medium"}, f"BlockRemoved keys {ev!r}")
+    else:
+        check(ev == {"type": "AllBlocksCleared"}, f"unknown event {ev!r}")
+    return ev
+
+
+def run(enc, frames):
+    d = tempfile.mkdtemp(prefix="sy-mock-ev-")
+    ACTIVE.append(d)
+    m = fleet(d, "--block-size", str(BS), "--cache-tokens", "128", "--event-encoding", enc,
+              "--replay-frames", str(frames), "--load-interval-ms", "200")
+    url, kv, load, replay = m["url"], m["kv_port"], m["load_port"], m["replay_port"]
+    try:
+        info = json.loads(urllib.request.urlopen(url + "/server_info", timeout=5).read())
+        k = info["kv_events"]
+        check((k["endpoint_port_base"], k["load_endpoint_port_base"], k["replay_port_base"],
+               k["block_size"], k["dp_size"], k["topic"], k["load_topic"]) ==
+              (kv, load, replay, BS, 2, "", "load"), f"kv_events block {k}")
+        check(info["disaggregation_mode"] is None and info["speculative_algorithm"] is None, info)
+        subs = [sub(kv), sub(kv + 1)]
+        lsub = sub(load + 1, b"load")
+        time.sleep(0.4)  # slow joiner
+
+        # --- stores on rank 0: one coalesced BlockStored, root parent, exact chain
+        c1 = "a" * 20
+        chat(url, c1, 0)
+        f = recv(subs[0])
+        check(len(f) == 3 and f[0] == b"", f"KV frames {f[:2]!r}")
+        s0 = seq_of(f[1])
+        check(s0 == 0, f"first seq is {s0}, not 0")
+        evs = [norm(e, enc) for e in decode_batch(f[2], 0)]
+        toks = chatml(c1)
+        want = chain(toks, BS)
+        check(len(evs) == 1 and evs[0]["type"] == "BlockStored", f"events {evs}")
+        check(evs[0]["block_hashes"] == want, f"hashes {evs[0]['block_hashes']} != chain {want}")
+        check(evs[0]["parent_block_hash"] is None and evs[0]["block_size"] == BS, evs[0])
+        check(evs[0]["token_ids"] == toks[:len(want) * BS], "token_ids of the pages")
+
+        # --- same prefix again: no new pages, no batch; cached tokens reported
+        r = chat(url, c1, 0)
+        check(r["usage"]["prompt_tokens_details"]["cached_tokens"] == len(want) * BS, r["usage"])
+        # --- a continuation: parent = last cached page
+        c2 = c1 + "bbbbbbbb"
+        chat(url, c2, 0)
+        f = recv(subs[0])
+        check(seq_of(f[1]) == 1, "seq not dense")
+        evs = [norm(e, enc) for e in decode_batch(f[2], 0)]
+        want2 = chain(chatml(c2), BS)
+        shared = next(i for i, (x, y) in enumerate(zip(want, want2)) if x != y)
+        check(evs[0]["parent_block_hash"] == want2[shared - 1], "parent is the last shared page")
+        check(evs[0]["block_hashes"] == want2[shared:], "only the new pages are stored")
+
+        # --- capacity 128 tokens = 32 pages: a different prompt evicts LRU leaves first
+        chat(url, "z" * 40, 0)
+        f = recv(subs[0])
+        evs = [norm(e, enc) for e in decode_batch(f[2], 0)]
+        check([e["type"] for e in evs] == ["BlockRemoved", "BlockStored"], f"eviction batch {evs}")
+        check(set(evs[0]["block_hashes"]) <= set(want + want2), "evicted hashes were stored")
+
+        # --- rank 1 has its own dense stream
+        chat(url, "q" * 12, 1)
+        f = recv(subs[1])
+        check(seq_of(f[1]) == 0, "rank 1 starts at seq 0")
+
+        # --- LoadStat V3 on rank 1's load socket
+        for _ in range(20):  # reports from before the request come first
+            f = recv(lsub)
+            check(f[0] == b"load" and len(f) == 3 and len(f[1]) == 8, "LoadStat frames")
+            ls = msgpack.unpackb(f[2], raw=False)
+            if ls[3] > 0:
+                break
+        check(len(ls) == 11 and ls[0] == "LoadStat" and ls[5] == 1, f"LoadStat {ls}")
+        check(ls[4] == 128 and ls[8] == 64 and ls[3] > 0, f"LoadStat capacity/max_running/tokens {ls}")
+        # idle re-send (interval 200 ms): same values, next seq
+        g = recv(lsub)
+        check(seq_of(g[1]) == seq_of(f[1]) + 1, "LoadStat seq dense")
+
+        # --- gap fault: every 2nd batch stays off the PUB but is in replay
+        post(url, "/mock/faults", {"skip_seq_every": 2})
+        for i in range(4):
+            chat(url, f"gap{i}" * 6, 0)
+        got = [seq_of(x[1]) for x in drain(subs[0])]
+        post(url, "/mock/faults", {"skip_seq_every": 0})
+        check(got and all((s + 1) % 2 != 0 for s in got), f"live seqs with gaps: {got}")
+        last = max(got)
+
+        # --- replay from 0 (DEALER sends the empty delimiter itself)
+        dl = ctx.socket(zmq.DEALER)
+        dl.setsockopt(zmq.RCVTIMEO, 3000)
+        dl.connect(f"tcp://127.0.0.1:{replay}")
+        dl.send_multipart([b"", struct.pack(">q", 0)])
+        seqs = []
+        while True:
+            fr = recv(dl)
+            check(fr[0] == b"", "replay delimiter")
+            check(len(fr) == frames,
+                  f"replay answer has {len(fr)} frames, want {frames}")
+            sf = fr[2] if frames == 4 else fr[1]
+            if frames == 4:
+                check(fr[1] == b"", "replay topic frame")
+            if sf == END:
+                break
+            seqs.append(seq_of(sf))
+            decode_batch(fr[-1], 0)
+        check(seqs == list(range(last + 1)), f"replay seqs {seqs} (live had gaps {got})")
+
+        # --- flush_cache → AllBlocksCleared on each rank
+        post(url, "/flush_cache", None)
+        evs = [norm(e, enc) for e in decode_batch(recv(subs[1])[2], 1)]
+        check(evs == [{"type": "AllBlocksCleared"}] or evs[-1]["type"] == "AllBlocksCleared", evs)
+
+        # --- restart the event stream: END_SEQ, then seq 0 again
+        drain(subs[0], 0.1)
+        post(url, "/mock/restart_events", None)
+        f = recv(subs[0])
+        check(f[1] == END and len(f) == 3, "END_SEQ on restart")
+        chat(url, "after-restart" * 2, 0)
+        check(seq_of(recv(subs[0])[1]) == 0, "seq restarts at 0")
+    finally:
+        stop(d)
+    # --- clean shutdown published END_SEQ (the SUBs are still connected)
+    got = drain(subs[0], 1.0)
+    check(any(x[1] == END for x in got), "no END_SEQ on shutdown")
+    for s in subs + [lsub]:
+        s.close(0)
+    print(f"ok: encoding={enc} replay_frames={frames}")
+
+
+run("array", 4)
+run("map", 3)

@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+"""mock_http.py FLEET BIN — the mock engine's HTTP behaviour: /mock/stats cached
+tokens rise when a prefix is sent twice; malformed JSON and bad fields → 400 with
+an OpenAI-style error; fault switches (fail-rate, stall, drop mid-stream and
+mid-body); the timing model (queue behind --max-running, serial prefill, decode
+pacing); PD: decode waits for the prefill of its bootstrap_room, times out
+without one; info routes."""
+import glob, http.client, json, os, shutil, subprocess, sys, tempfile, threading, time, urllib.error, urllib.request
+
+FLEET, BIN = sys.argv[1], sys.argv[2]
+
+
+ACTIVE = []  # fleet dirs still running: their logs are shown on failure
+
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr)
+    for d in ACTIVE:
+        for log in glob.glob(os.path.join(d, "*.log")):
+            print(f"--- {log}", open(log).read()[-3000:], sep="\n", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def start(*args, **kw):
+    d = tempfile.mkdtemp(prefix="sy-mock-http-")
+    ACTIVE.append(d)
+    cmd = [FLEET, "start", "--dir", d, "--bin", BIN]
+    for k, v in kw.items():
+        cmd += ["--" + k, str(v)]
+    subprocess.run(cmd + ["--", *args], check=True, stdout=subprocess.DEVNULL, timeout=30)
+    return d, json.load(open(os.path.join(d, "fleet.json")))
+
+
+def stop(d):
+    subprocess.run([FLEET, "stop", "--dir", d], check=True, timeout=30)
+    # a sanitizer report in a mock's log fails the test
+    for log in glob.glob(os.path.join(d, "*.log")):
+        text = open(log).read()
+        if "Sanitizer" in text or "runtime error" in text:
+            fail(f"sanitizer report in {log}:\n{text[-3000:]}")
+    ACTIVE.remove(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def req(url, path, body=None, raw=None, method=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    r = urllib.request.Request(url + path, data=data, method=method,
+                               headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(r, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def chat_body(content, **kw):
+    return {"model": "mock-model", "messages": [{"role": "user", "content": content}], **kw}
+
+
+def stats(url):
+    return json.loads(req(url, "/mock/stats")[1])
+
+
+def plain_tests():
+    d, [m] = start("--block-size", "4")
+    url = m["url"]
+    try:
+        # info routes
+        check(req(url, "/health")[0] == 200, "/health")
+        models = json.loads(req(url, "/v1/models")[1])
+        check(models["data"][0]["id"] == "mock-model", models)
+        loads = json.loads(req(url, "/v1/loads?include=core")[1])
+        check(loads["loads"][0]["dp_rank"] == 0 and "num_waiting_uncached_tokens" in loads["loads"][0], loads)
+        check(json.loads(req(url, "/get_load")[1])[0]["num_reqs"] == 0, "/get_load")
+        check(req(url, "/nope")[0] == 404, "unknown route is 404")
+        check(req(url, "/v1/chat/completions", method="GET")[0] == 405, "GET chat is 405")
+
+        # (3) cached tokens rise when the same prefix is sent twice
+        check(req(url, "/mock/reset", {})[0] == 200, "reset")
+        s, _ = req(url, "/v1/chat/completions", chat_body("the same long prefix " * 4))
+        check(s == 200, "first chat")
+        first = stats(url)
+        check(first["requests"] == 1 and first["cached_tokens"] == 0, first)
+        s, b = req(url, "/v1/chat/completions", chat_body("the same long prefix " * 4))
+        after = stats(url)
+        check(after["cached_tokens"] > 0 and after["hit_ratio"] > 0.4, after)
+        check(after["recent"][-1]["cached_tokens"] == json.loads(b)["usage"]["prompt_tokens_details"]["cached_tokens"],
+              "per-request cached tokens in stats and usage agree")
+        check(sum(x["count"] for x in after["ttft_ms_histogram"]["buckets"]) == 2, "TTFT histogram counts")
+
+        # (4) malformed JSON and bad fields → 400 with an OpenAI-style error
+        s, b = req(url, "/v1/chat/completions", raw=b'{"messages": [')
+        e = json.loads(b)["error"]
+        check(s == 400 and e["code"] == 400 and e["type"] == "BadRequestError" and "malformed JSON" in e["message"], b)
+        for bad in ([1, 2], {"messages": "x"}, {"messages": [{"content": "no role"}]},
+                    {"messages": [{"role": "user", "content": "x"}], "max_tokens": -1}):
+            s, b = req(url, "/v1/chat/completions", bad)
+            check(s == 400 and "error" in json.loads(b), f"{bad} → {s} {b}")
+        check(req(url, "/generate", {"sampling_params": {}})[0] == 400, "/generate without text")
+        s, b = req(url, "/generate", {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 3}})
+        g = json.loads(b)
+        check(s == 200 and len(g["output_ids"]) == 3 and g["meta_info"]["finish_reason"]["length"] == 3, g)
+        check(stats(url)["bad_requests"] >= 6, "bad requests counted")
+
+        # fail-rate 1 → 500; back to 0 → 200
+        req(url, "/mock/faults", {"fail_rate": 1.0})
+        s, b = req(url, "/v1/chat/completions", chat_body("x"))
+        check(s == 500 and json.loads(b)["error"]["code"] == 500, f"fail-rate: {s} {b}")
+        req(url, "/mock/faults", {"fail_rate": 0})
+        check(req(url, "/v1/chat/completions", chat_body("x"))[0] == 200, "fail-rate off")
+        check(req(url, "/mock/faults", {"fail_rate": 2})[0] == 400, "fail_rate out of range")
+
+        # stall-ms delays the answer
+        req(url, "/mock/faults", {"stall_ms": 300})
+        t = time.monotonic()
+        req(url, "/v1/chat/completions", chat_body("stall"))
+        check(time.monotonic() - t >= 0.29, "stall-ms")
+        req(url, "/mock/faults", {"stall_ms": 0})
+
+        # drop mid-stream: chunks stop after 2 tokens, no [DONE], connection cut
+        req(url, "/mock/faults", {"drop_after_tokens": 2})
+        host, port = url[7:].split(":")
+        c = http.client.HTTPConnection(host, int(port), timeout=5)
+        c.request("POST", "/v1/chat/completions", json.dumps(chat_body("drop", stream=True, max_tokens=8)),
+                  {"content-type": "application/json"})
+        resp = c.getresponse()
+        got = b""
+        try:
+            while True:
+                x = resp.read1(65536)
+                if not x:
+                    break
+                got += x
+            cut = False
+        except http.client.IncompleteRead as e:
+            got += e.partial
+            cut = True
+        check(b"[DONE]" not in got and got.count(b'"content":" ') == 2, f"dropped stream: {got[-200:]}")
+        check(cut, "stream was cut, not ended")
+        # and mid-body for a non-streaming answer
+        c = http.client.HTTPConnection(host, int(port), timeout=5)
+        c.request("POST", "/v1/chat/completions", json.dumps(chat_body("drop")), {"content-type": "application/json"})
+        try:
+            c.getresponse().read()
+            fail("non-streaming drop returned a whole body")
+        except http.client.IncompleteRead:
+            pass
+        req(url, "/mock/faults", {"drop_after_tokens": 0})
+        check(stats(url)["dropped_streams"] == 2, "dropped streams counted")
+        check(req(url, "/v1/chat/completions", chat_body("fine"))[0] == 200, "healthy after drops")
+    finally:
+        stop(d)
+    print("ok: stats, errors, faults")
+
+
+def timing_tests():
+    # 1 running slot, 1 ms per uncached prompt token, 5 ms per output token
+    d, [m] = start("--max-running", "1", "--prefill-us-per-token", "1000", "--decode-us-per-token", "5000")
+    url = m["url"]
+    try:
+        done = {}
+
+        def one(i):
+            t = time.monotonic()
+            s, b = req(url, "/v1/chat/completions", chat_body(f"{i}" * 20, max_tokens=4))
+            done[i] = (s, time.monotonic() - t)
+
+        ths = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+        for th in ths:
+            th.start()
+        time.sleep(0.05)
+        ld = json.loads(req(url, "/v1/loads")[1])["loads"][0]
+        check(ld["num_running_reqs"] == 1 and ld["num_waiting_reqs"] == 2, f"queue while busy: {ld}")
+        check(ld["num_waiting_uncached_tokens"] > 0, ld)
+        for th in ths:
+            th.join(10)
+        check(all(s == 200 for s, _ in done.values()), done)
+        # each: ~53 ms prefill + 20 ms decode; serialised by max-running 1
+        slow = max(t for _, t in done.values())
+        check(slow >= 0.2, f"third request waited for the other two: {done}")
+        st = stats(url)
+        check(st["queue"]["peak_waiting"] >= 2 and st["queue"]["max_ms"] >= 60, st["queue"])
+        # decode pacing on a stream: 10 tokens × 5 ms
+        t = time.monotonic()
+        s, b = req(url, "/v1/chat/completions", chat_body("pace", stream=True, max_tokens=10))
+        check(s == 200 and b.endswith(b"data: [DONE]\n\n") and time.monotonic() - t >= 0.05, "decode pacing")
+    finally:
+        stop(d)
+    print("ok: timing model and queue")
+
+
+def pd_tests():
+    d, fl = start("--pd-timeout-ms", "1500", prefill=1, decode=1)
+    p, dc = fl
+    try:
+        pi = json.loads(req(p["url"], "/server_info")[1])
+        di = json.loads(req(dc["url"], "/server_info")[1])
+        check(pi["disaggregation_mode"] == "prefill" and di["disaggregation_mode"] == "decode", (pi, di))
+        check(pi["disaggregation_bootstrap_port"] == p["bootstrap_port"], pi)
+        body = chat_body("pd prompt", max_tokens=3, bootstrap_host="127.0.0.1",
+                         bootstrap_port=p["bootstrap_port"], bootstrap_room=(1 << 62) + 7)
+        out = {}
+        th = threading.Thread(target=lambda: out.update(r=req(dc["url"], "/v1/chat/completions", body),
+                                                        t=time.monotonic()))
+        th.start()
+        time.sleep(0.3)
+        check("r" not in out, "decode answered before its prefill ran")
+        t_prefill = time.monotonic()
+        s, b = req(p["url"], "/v1/chat/completions", body)
+        check(s == 200 and json.loads(b)["usage"]["completion_tokens"] == 1, "prefill computes one token")
+        th.join(5)
+        check(out.get("r", (0,))[0] == 200 and out["t"] >= t_prefill, f"decode after prefill: {out}")
+        check(json.loads(out["r"][1])["usage"]["completion_tokens"] == 3, out)
+        # the prefill already done: a second decode with that room goes at once
+        check(req(dc["url"], "/v1/chat/completions", body)[0] == 200, "room remembered")
+        # no prefill for the room → 500 after the timeout
+        t = time.monotonic()
+        s, b = req(dc["url"], "/v1/chat/completions", {**body, "bootstrap_room": 12345})
+        check(s == 500 and "bootstrap_room 12345" in json.loads(b)["error"]["message"], b)
+        check(1.4 <= time.monotonic() - t < 4, "timeout honoured")
+        check(stats(dc["url"])["pd_timeouts"] == 1, "pd timeout counted")
+        s, _ = req(dc["url"], "/v1/chat/completions", chat_body("no bootstrap"))
+        check(s == 400, "decode without bootstrap fields is 400")
+    finally:
+        stop(d)
+    print("ok: PD bootstrap handshake")
+
+
+def spec_test():
+    d, [m] = start("--speculative-algorithm", "EAGLE", "--block-size", "4")
+    try:
+        info = json.loads(req(m["url"], "/server_info")[1])
+        check(info["speculative_algorithm"] == "EAGLE", info)
+        req(m["url"], "/v1/chat/completions", chat_body("bigram " * 4))
+        s, b = req(m["url"], "/v1/chat/completions", chat_body("bigram " * 4))
+        cached = json.loads(b)["usage"]["prompt_tokens_details"]["cached_tokens"]
+        check(s == 200 and cached > 0, f"bigram pages hit too: {cached}")
+    finally:
+        stop(d)
+    print("ok: speculative_algorithm")
+
+
+plain_tests()
+timing_tests()
+pd_tests()
+spec_test()
