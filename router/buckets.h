@@ -107,6 +107,9 @@ struct pick_env {
 	struct engine_candidate *scratch[2]; /* [0] plain/prefill, [1] decode */
 	size_t scratch_cap;
 	struct pick_rejections *rej;
+	bool stale;  /* set when a pick failed validation because the table
+			moved since the snapshot (router_select refreshes and
+			selects again, once) */
 };
 
 /* EngineGroup::pick: filters fleet entries by model, health, role (= stage)

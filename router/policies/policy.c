@@ -1,0 +1,220 @@
+/* policy.c — the policy contract's glue: names, instance set-up, the
+ * admission hook shared by every policy, and the per-process random number
+ * generator (policy.h).
+ *
+ * Random numbers: a splitmix64 sequence per process (per thread), seeded
+ * from getrandom() on first use and again in every forked child (a
+ * pthread_atfork handler clears the "seeded" mark), so N router processes
+ * forked from one master never draw the same samples. Not cryptographic.
+ */
+#include "router/policies/policy.h"
+#include "common/errors.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- names ------------------------------------------------------------- */
+
+const char *pick_outcome_name(enum pick_outcome o)
+{
+	switch (o) {
+	case PICK_OK:
+		return "ok";
+	case PICK_NO_MATCHING_BUCKET:
+		return "no_matching_bucket";
+	case PICK_NO_CANDIDATES:
+		return "no_candidates";
+	case PICK_NO_ADMISSIBLE_ENGINE:
+		return "no_admissible_engine";
+	case PICK_ADMISSION_REJECTED:
+		return "admission_rejected";
+	case PICK_INVALID_SIGNAL:
+		return "invalid_signal";
+	case PICK_INVALID_CONFIGURATION:
+		return "invalid_configuration";
+	case PICK_OUTSIDE_CANDIDATES:
+		return "outside_candidates";
+	}
+	return "unknown";
+}
+
+const char *engine_stage_name(enum engine_stage s)
+{
+	switch (s) {
+	case STAGE_PLAIN:
+		return "plain";
+	case STAGE_PREFILL:
+		return "prefill";
+	case STAGE_DECODE:
+		return "decode";
+	}
+	return "unknown";
+}
+
+static const char *const kind_names[] = {
+	[POLICY_ROUND_ROBIN] = "round_robin",     [POLICY_RANDOM] = "random",
+	[POLICY_POWER_OF_N] = "power_of_n",       [POLICY_CACHE_AWARE] = "cache_aware",
+	[POLICY_SESSION_AWARE] = "session_aware", [POLICY_STICKY] = "sticky",
+	[POLICY_LOAD_BASED] = "load_based",
+};
+
+const char *policy_kind_name(enum policy_kind k)
+{
+	return (unsigned)k < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[k]
+									 : "unknown";
+}
+
+int policy_kind_parse(const char *name, enum policy_kind *kind, uint32_t *n_choices)
+{
+	if (name == NULL)
+		return SY_EINVAL;
+	if (strcmp(name, "power_of_two") == 0) {
+		*kind = POLICY_POWER_OF_N;
+		if (n_choices != NULL)
+			*n_choices = 2;
+		return SY_OK;
+	}
+	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++) {
+		if (strcmp(name, kind_names[i]) == 0) {
+			*kind = (enum policy_kind)i;
+			return SY_OK;
+		}
+	}
+	return SY_EINVAL;
+}
+
+/* ---- instances ----------------------------------------------------------- */
+
+extern const struct policy_ops policy_round_robin_ops;
+extern const struct policy_ops policy_random_ops;
+extern const struct policy_ops policy_power_of_n_ops;
+
+int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage,
+		const struct admission_limits *admission, uint32_t n_choices, const char **why)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->stage = stage;
+	if (admission != NULL)
+		p->admission = *admission;
+	else
+		admission_limits_none(&p->admission);
+	p->n_choices = n_choices;
+	switch (kind) {
+	case POLICY_ROUND_ROBIN:
+		p->ops = &policy_round_robin_ops;
+		return SY_OK;
+	case POLICY_RANDOM:
+		p->ops = &policy_random_ops;
+		return SY_OK;
+	case POLICY_POWER_OF_N:
+		if (n_choices == 0) {
+			if (why)
+				*why = "power_of_n needs power_of_n_choices ≥ 1";
+			return SY_EINVAL;
+		}
+		p->ops = &policy_power_of_n_ops;
+		return SY_OK;
+	case POLICY_CACHE_AWARE:
+		if (why)
+			*why = "policy cache_aware arrives with issue 6";
+		return SY_EUNSUPPORTED;
+	case POLICY_SESSION_AWARE:
+		if (why)
+			*why = "policy session_aware arrives with issue 6";
+		return SY_EUNSUPPORTED;
+	case POLICY_STICKY:
+		if (why)
+			*why = "policy sticky arrives with issue 6";
+		return SY_EUNSUPPORTED;
+	case POLICY_LOAD_BASED:
+		if (why)
+			*why = "policy load_based arrives with issue 6";
+		return SY_EUNSUPPORTED;
+	}
+	if (why)
+		*why = "unknown policy kind";
+	return SY_EINVAL;
+}
+
+void policy_destroy(struct policy *p)
+{
+	if (p->ops != NULL && p->ops->destroy != NULL)
+		p->ops->destroy(p);
+	p->ops = NULL;
+	p->state = NULL;
+}
+
+enum pick_outcome policy_pick(struct policy *p, struct pick_ctx *ctx, struct pick *out)
+{
+	out->worker = NULL;
+	out->reason = NULL;
+	out->rejected_by = ADMIT_OK;
+	if (p->ops == NULL)
+		return PICK_INVALID_CONFIGURATION;
+	return p->ops->pick(p, ctx, out);
+}
+
+enum admission_limit policy_admit(struct policy *p, struct pick_ctx *ctx, size_t i,
+				  struct pick *out)
+{
+	const struct engine_load *l = pick_ctx_load(ctx, i);
+	enum admission_limit lim = engine_admission_check(&p->admission, l);
+	if (lim != ADMIT_OK) {
+		out->rejected_by = lim;
+		if (ctx->rej != NULL) {
+			ctx->rej->count++;
+			if (ctx->rej->err != NULL)
+				router_error_add_rejection(ctx->rej->err, ctx->cands[i].id,
+							   admission_limit_name(lim));
+		}
+	}
+	return lim;
+}
+
+/* ---- random numbers ------------------------------------------------------ */
+
+static __thread uint64_t rng_state;
+static __thread bool rng_seeded;
+static pthread_once_t rng_once = PTHREAD_ONCE_INIT;
+
+static void rng_forget(void) { rng_seeded = false; }
+
+static void rng_register(void) { pthread_atfork(NULL, NULL, rng_forget); }
+
+void router_rng_seed(uint64_t seed)
+{
+	pthread_once(&rng_once, rng_register);
+	rng_state = seed;
+	rng_seeded = true;
+}
+
+static void rng_seed_fresh(void)
+{
+	uint64_t s = 0;
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ ((uint64_t)getpid() << 16);
+	}
+	router_rng_seed(s);
+}
+
+uint64_t router_rng_next(void)
+{
+	if (__builtin_expect(!rng_seeded, 0))
+		rng_seed_fresh();
+	uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+uint64_t router_rng_below(uint64_t n)
+{
+	/* Multiply-shift (Lemire): bias ≤ n / 2^64, negligible here. */
+	return (uint64_t)(((unsigned __int128)router_rng_next() * n) >> 64);
+}

@@ -1,0 +1,116 @@
+/* stage.c — the per-pick load snapshot and the stage pressure comparison
+ * (reference/policy-defaults.md §3; SGLang policies/admission.rs,
+ * sglang-wire.md §13).
+ *
+ * Snapshot: a candidate's load is read once per pick, on first use:
+ * statebus_load_view at the selection's time (fresh = every expected DP rank
+ * within 5 s, native = V3 on every rank with capacities > 0) and
+ * statebus_inflight_sum (router-local in-flight, summed over the router
+ * processes' rows). A view of another slot generation than the candidate's
+ * is unknown. Unknown is never zero: the flags say what may be read.
+ *
+ * Comparison, lower wins, next step only on a tie:
+ *   step  prefill / plain                      decode
+ *   1     estimated_prefill_queue_ms (both)    waiting
+ *   2     pending (waiting uncached tokens)    running
+ *   3     waiting                              KV fraction used/capacity,
+ *                                              exact (128-bit cross product)
+ *   4     running                              KV tokens in use
+ *   5     local active                         local active
+ * If either side lacks fresh native data, both compare by local active only.
+ */
+#include "router/policies/policy.h"
+
+#include <string.h>
+
+const struct engine_load *pick_ctx_load(struct pick_ctx *ctx, size_t i)
+{
+	struct engine_candidate *c = &ctx->cands[i];
+	if (c->load_read)
+		return &c->load;
+
+	struct engine_load *l = &c->load;
+	struct statebus_load_view v;
+	memset(l, 0, sizeof(*l));
+	if (ctx->region != NULL) {
+		int rc = statebus_load_view(ctx->region, c->slot, ctx->now_ns, &v);
+		if (rc == SY_OK && v.status == STATEBUS_LOAD_FRESH && v.worker_gen == c->generation) {
+			l->fresh = true;
+			l->running = v.num_running_reqs;
+			l->waiting = v.num_waiting_reqs;
+			if (v.native) {
+				l->native = true;
+				l->kv_used = v.num_total_tokens;
+				l->kv_capacity = v.max_total_num_tokens;
+				l->pending = v.num_waiting_uncached_tokens;
+				if (v.has_throughput && v.prefill_tokens_per_s > 0) {
+					l->has_queue_ms = true;
+					l->queue_ms = 1000.0 * (double)l->pending /
+						      v.prefill_tokens_per_s;
+				}
+			}
+		}
+		int64_t inflight = 0;
+		if (statebus_inflight_sum(ctx->region, c->slot, &inflight, NULL) == SY_OK &&
+		    inflight > 0)
+			l->local_active = inflight;
+	}
+	c->load_read = true;
+	return l;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
+
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+/* IEEE-754 totalOrder, like Rust's f64::total_cmp. */
+static int cmp_f64_total(double a, double b)
+{
+	int64_t x, y;
+	memcpy(&x, &a, sizeof(x));
+	memcpy(&y, &b, sizeof(y));
+	x ^= (int64_t)((uint64_t)(x >> 63) >> 1);
+	y ^= (int64_t)((uint64_t)(y >> 63) >> 1);
+	return cmp_i64(x, y);
+}
+
+/* used_a / cap_a vs used_b / cap_b by cross-multiplication; equal when a
+ * capacity is 0. */
+static int cmp_fraction(uint64_t used_a, uint64_t cap_a, uint64_t used_b, uint64_t cap_b)
+{
+	if (cap_a == 0 || cap_b == 0)
+		return 0;
+	unsigned __int128 l = (unsigned __int128)used_a * cap_b;
+	unsigned __int128 r = (unsigned __int128)used_b * cap_a;
+	return (l > r) - (l < r);
+}
+
+int engine_stage_compare(enum engine_stage stage, const struct engine_load *a,
+			 const struct engine_load *b)
+{
+	int c;
+
+	if (!a->native || !b->native)
+		return cmp_i64(a->local_active, b->local_active);
+	if (stage == STAGE_DECODE) {
+		if ((c = cmp_u64(a->waiting, b->waiting)) != 0)
+			return c;
+		if ((c = cmp_u64(a->running, b->running)) != 0)
+			return c;
+		if ((c = cmp_fraction(a->kv_used, a->kv_capacity, b->kv_used, b->kv_capacity)) != 0)
+			return c;
+		if ((c = cmp_u64(a->kv_used, b->kv_used)) != 0)
+			return c;
+		return cmp_i64(a->local_active, b->local_active);
+	}
+	if (a->has_queue_ms && b->has_queue_ms &&
+	    (c = cmp_f64_total(a->queue_ms, b->queue_ms)) != 0)
+		return c;
+	if ((c = cmp_u64(a->pending, b->pending)) != 0)
+		return c;
+	if ((c = cmp_u64(a->waiting, b->waiting)) != 0)
+		return c;
+	if ((c = cmp_u64(a->running, b->running)) != 0)
+		return c;
+	return cmp_i64(a->local_active, b->local_active);
+}
