@@ -1,7 +1,5 @@
 /* pick_core.c — the data plane's adapter to the selection core
- * (router/prepare.h, gen.h, select.h): the implementation of pick.h used
- * whenever the core library (router_core_dep) is built; pick.c is the
- * interim stand-in for builds without it.
+ * (router/prepare.h, gen.h, select.h): the implementation of pick.h.
  *
  * Per request: a struct prepare_buf and the pick_request live in the
  * request pool (the buffer is freed by the pool's dispose callback), so a
