@@ -19,6 +19,7 @@
  * and reaps dead process slots.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -74,6 +75,10 @@ static int open_listener(const struct sy_config *cfg, char *err, size_t errcap)
 	if (n >= 1) {
 		if (n > 1)
 			sy_warn("systemd passed %d sockets; using the first", n);
+		int fl = fcntl(SD_LISTEN_FDS_START, F_GETFL);
+		if (fl >= 0)
+			fcntl(SD_LISTEN_FDS_START, F_SETFL, fl | O_NONBLOCK);
+		sy_info("using the listening socket passed by systemd");
 		return SD_LISTEN_FDS_START;
 	}
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -223,8 +228,12 @@ int main(int argc, char **argv)
 		kids[i].pid = spawn(i, listen_fd, region, metrics);
 		kids[i].started_ns = sy_mono_ns();
 	}
-	sy_info("listening on %s:%d with %u worker process(es), shm %s", cfg.router.host,
-		cfg.router.port, procs, cfg.state.shm_path);
+	if (sd_listen_fds(0) >= 1)
+		sy_info("serving systemd's socket with %u worker process(es), shm %s", procs,
+			cfg.state.shm_path);
+	else
+		sy_info("listening on %s:%d with %u worker process(es), shm %s", cfg.router.host,
+			cfg.router.port, procs, cfg.state.shm_path);
 	sd_notify(0, "READY=1");
 
 	uint64_t last_tick = 0, term_deadline = 0;
