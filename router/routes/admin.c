@@ -9,14 +9,17 @@
  *   POST {"url","role","model","bootstrap_port"}   add a worker
  *   DELETE /workers/<url-encoded ID> (or ?url=ID)  remove a worker
  * While a statebus runs, its workers table is authoritative and changes go
- * through its control socket: that protocol is not settled yet, so POST and
- * DELETE answer 501 then. Without a live statebus (degraded mode) the
- * router edits the table itself under the region's writer lock, like the
- * master's registration of the static fleet.
+ * through its control socket (docs/control.md: ZeroMQ REQ to
+ * statebus.control_endpoint, JSON ops add_worker / remove_worker); the call
+ * blocks this process's loop for at most 2 s (admin path only). Without a
+ * live statebus (degraded mode) the router edits the table itself under
+ * the region's writer lock, like the master's registration of the static
+ * fleet.
  */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -339,6 +342,90 @@ static int workers_delete(h2o_req_t *req, h2o_iovec_t path)
 			    17);
 }
 
+/* One request/reply on the statebus control socket. Returns the reply
+ * (jansson, caller decrefs) or NULL with *why set. */
+static json_t *control_call(const char *endpoint, json_t *req, const char **why)
+{
+	void *ctx = zmq_ctx_new(), *s = ctx ? zmq_socket(ctx, ZMQ_REQ) : NULL;
+	json_t *reply = NULL;
+	char *txt = json_dumps(req, JSON_COMPACT);
+	int ms = 2000, zero = 0;
+	*why = "the statebus control socket did not answer";
+	if (s != NULL && txt != NULL) {
+		zmq_setsockopt(s, ZMQ_SNDTIMEO, &ms, sizeof(ms));
+		zmq_setsockopt(s, ZMQ_RCVTIMEO, &ms, sizeof(ms));
+		zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+		char buf[65536];
+		int n;
+		if (zmq_connect(s, endpoint) == 0 && zmq_send(s, txt, strlen(txt), 0) >= 0 &&
+		    (n = zmq_recv(s, buf, sizeof(buf) - 1, 0)) >= 0) {
+			if ((size_t)n > sizeof(buf) - 1)
+				n = sizeof(buf) - 1;
+			reply = json_loadb(buf, (size_t)n, 0, NULL);
+			if (reply == NULL)
+				*why = "the statebus control socket answered garbage";
+		}
+	}
+	free(txt);
+	if (s)
+		zmq_close(s);
+	if (ctx)
+		zmq_ctx_term(ctx);
+	return reply;
+}
+
+static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
+{
+	json_t *op = json_object();
+	char raw[STATEBUS_WORKER_ID_MAX * 3];
+	if (post) {
+		json_t *in = json_loadb(req->entity.base ? req->entity.base : "", req->entity.len, 0, NULL);
+		if (in == NULL || !json_is_object(in) || !json_is_string(json_object_get(in, "url"))) {
+			if (in)
+				json_decref(in);
+			json_decref(op);
+			return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
+					     "body must be a JSON object with at least \"url\"", NULL);
+		}
+		json_object_update(op, in);
+		json_decref(in);
+		json_object_set_new(op, "op", json_string("add_worker"));
+	} else {
+		h2o_iovec_t enc = {NULL, 0};
+		if (path.len > 9)
+			enc = h2o_iovec_init(path.base + 9, path.len - 9);
+		else if (req->query_at != SIZE_MAX && req->path.len - req->query_at > 5 &&
+			 memcmp(req->path.base + req->query_at + 1, "url=", 4) == 0)
+			enc = h2o_iovec_init(req->path.base + req->query_at + 5,
+					     req->path.len - req->query_at - 5);
+		if (enc.len == 0 || pct_decode(enc, raw, sizeof(raw)) != 0) {
+			json_decref(op);
+			return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
+					     "name the worker: DELETE /workers/<url-encoded URL>", NULL);
+		}
+		json_object_set_new(op, "op", json_string("remove_worker"));
+		json_object_set_new(op, "url", json_string(raw));
+	}
+	const char *why;
+	json_t *reply = control_call(rt_w.cfg->statebus.control_endpoint, op, &why);
+	json_decref(op);
+	if (reply == NULL)
+		return rt_send_error(req, RT_ROUTE_WORKERS, 503, "service_overloaded", why, NULL);
+	char *txt = json_dumps(reply, JSON_COMPACT);
+	bool ok = json_is_true(json_object_get(reply, "ok"));
+	const char *err = json_string_value(json_object_get(reply, "error"));
+	int rc;
+	if (ok)
+		rc = rt_send_body(req, RT_ROUTE_WORKERS, post ? 201 : 200, "application/json",
+				  txt ? txt : "{}", txt ? strlen(txt) : 2);
+	else
+		rc = rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
+				   err ? err : "the statebus refused the change", NULL);
+	free(txt);
+	json_decref(reply);
+	return rc;
+}
+
 int rt_route_workers(h2o_req_t *req, h2o_iovec_t path)
 {
 	const char *key = rt_w.cfg->router.admin_api_key;
@@ -364,9 +451,6 @@ int rt_route_workers(h2o_req_t *req, h2o_iovec_t path)
 		return rt_send_error(req, RT_ROUTE_WORKERS, 503, "service_overloaded",
 				     "no state plane", NULL);
 	if (statebus_daemon_live(rt_w.region, sy_mono_ns(), 5000000000ull))
-		return rt_send_error(req, RT_ROUTE_WORKERS, 501, "not_implemented",
-				     "a statebus runs: worker changes go through its control socket, "
-				     "which this router does not speak yet; use the statebus's tools",
-				     NULL);
+		return workers_via_statebus(req, path, post);
 	return post ? workers_add(req) : workers_delete(req, path);
 }
