@@ -104,10 +104,11 @@ struct rt_upstream *rt_upstream_get(struct rt_upstreams *t, uint32_t slot, const
 	}
 	snprintf(u->host, sizeof(u->host), "%s", host);
 	u->port = port;
-	/* authority: what followed "http://" up to the path */
-	const char *auth = id + 7;
-	u->authority = h2o_iovec_init(auth, (size_t)(path - auth));
-	u->prefix = h2o_iovec_init(path, strlen(path));
+	/* authority: what followed "http://" up to the path — both as spans of
+	 * the table's own copy of the ID (never of the caller's string). */
+	size_t auth_len = (size_t)(path - (id + 7));
+	u->authority = h2o_iovec_init(u->id + 7, auth_len);
+	u->prefix = h2o_iovec_init(u->id + 7 + auth_len, strlen(u->id + 7 + auth_len));
 	h2o_socketpool_init_by_address(&u->pool, res->ai_addr, res->ai_addrlen, 0, t->capacity);
 	h2o_socketpool_set_timeout(&u->pool, loop, 2000); /* idle keep-alive sockets: 2 s */
 	freeaddrinfo(res);
