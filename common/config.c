@@ -67,6 +67,10 @@ static int hook_policy_type(const char *in, size_t len, char **out, const char *
 		{"legacy_host_affinity", "dropped in reorg; use power_of_n"},
 		{"fused_score", "not supported; use power_of_n or cache_aware"},
 		{"score_policy", "not supported; use power_of_n or cache_aware"},
+		{"manual", "legacy SMG policy; use sticky (header x-sgl-routing-key, idle 600 s)"},
+		{"consistent_hashing", "legacy SMG policy; use sticky or session_aware"},
+		{"prefix_hash", "legacy SMG policy; use cache_aware"},
+		{"bucket", "legacy SMG policy; use `buckets` in the configuration file"},
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		if (strlen(refused[i].name) == len && memcmp(in, refused[i].name, len) == 0) {

@@ -136,10 +136,12 @@ static int item_tokens(const struct router_prepare_opts *opts, struct prepare_bu
 			return SY_OK;
 		}
 		size_t start = b->tokens.len;
-		int rc = sy_tokenizer_encode_text(opts->tokenizer, b->text.data + it[i].off,
-						  it[i].len, &b->tokens);
-		if (rc != SY_OK)
-			return internal(err, rc, "the tokenizer failed");
+		if (it[i].len > 0) { /* an empty string has no tokens (and maybe no buffer) */
+			int rc = sy_tokenizer_encode_text(opts->tokenizer, b->text.data + it[i].off,
+							  it[i].len, &b->tokens);
+			if (rc != SY_OK)
+				return internal(err, rc, "the tokenizer failed");
+		}
 		it[i].ids = true;
 		it[i].off = start;
 		it[i].len = b->tokens.len - start;

@@ -884,18 +884,21 @@ int prepare_scan(enum route_kind route, const char *body, size_t len, struct pre
 	if (s.h == NULL)
 		return SY_ENOMEM;
 
+	bool at_end = false;
 	yajl_status st = yajl_parse(s.h, (const unsigned char *)body, len);
-	if (st == yajl_status_ok)
+	if (st == yajl_status_ok) {
 		st = yajl_complete_parse(s.h);
+		at_end = true; /* a failure now means the body ended early */
+	}
 	int rc = SY_OK;
 	if (s.nomem) {
 		rc = SY_ENOMEM;
 	} else if (s.failed) {
 		rc = SY_EINVAL;
 	} else if (st != yajl_status_ok) {
-		size_t at = yajl_get_bytes_consumed(s.h);
+		size_t at = at_end ? len : yajl_get_bytes_consumed(s.h);
 		yajl_reason(s.h, body, len, why, sizeof(why));
-		if (!s.top_started && len == 0)
+		if (len == 0)
 			snprintf(why, sizeof(why), "empty body");
 		router_error_set(err, 400, "bad_request", (int64_t)at,
 				 "malformed JSON at byte %zu: %s", at, why);

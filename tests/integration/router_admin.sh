@@ -13,7 +13,7 @@ rt_router --worker-urls "$a" --model-id m1
 [ "$(curl -sS -o /dev/null -w '%{http_code}' "$RURL/workers")" = 404 ] || rt_fail "admin API on without a key"
 kill -TERM "$RPID"; wait "$RPID" || true; RPID=""; rm -f "$SHM"
 
-rt_router --worker-urls "$a" --model-id m1 --admin-api-key sekrit
+rt_router --worker-urls "$a" --model-id m1 --policy round_robin --admin-api-key sekrit
 [ "$(curl -sS -o /dev/null -w '%{http_code}' "$RURL/workers")" = 401 ] || rt_fail "no 401 without bearer"
 [ "$(curl -sS -o /dev/null -w '%{http_code}' -H 'authorization: Bearer wrong' "$RURL/workers")" = 401 ] || rt_fail "wrong bearer accepted"
 auth=(-H 'authorization: Bearer sekrit')
@@ -21,6 +21,7 @@ curl -fsS "${auth[@]}" "$RURL/workers" | rt_json 'len(d["workers"]) == 1 and d["
 st=$(curl -sS -o "$T/o" -w '%{http_code}' "${auth[@]}" -d "{\"url\":\"$b\",\"role\":\"plain\",\"model\":\"m1\"}" "$RURL/workers")
 [ "$st" = 201 ] || rt_fail "POST /workers: $st $(cat "$T/o")"
 curl -fsS "${auth[@]}" "$RURL/workers" | rt_json 'len(d["workers"]) == 2' >/dev/null
+sleep 0.1   # the selection core refreshes its fleet snapshot every 20 ms
 seen=$(for i in 1 2 3 4 5 6; do curl -fsS -D - -o /dev/null -d '{"model":"m1","messages":[{"role":"user","content":"x"}],"max_tokens":1}' "$RURL/v1/chat/completions"; done | grep -i '^x-switchyard-worker' | sort -u | wc -l)
 [ "$seen" = 2 ] || rt_fail "added worker does not serve ($seen workers seen)"
 curl -fsS "$RURL/flush_cache" -X POST | rt_json 'len(d["results"]) == 2 and all(r["status"] == 200 for r in d["results"])' >/dev/null

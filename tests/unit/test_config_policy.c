@@ -184,6 +184,10 @@ START_TEST(test_dropped_legacy_values_name_their_replacement)
 	ck_fails(flag("--policy", "fastest"), SY_ECONFIG,
 		 "--policy: must be one of round_robin, random, power_of_n, power_of_two, "
 		 "cache_aware, session_aware, sticky, load_based");
+	ck_fails(flag("--policy", "manual"), SY_ECONFIG,
+		 "--policy: legacy SMG policy; use sticky (header x-sgl-routing-key, idle 600 s)");
+	ck_fails(flag("--chat-routing", "legacy"), SY_ECONFIG,
+		 "--chat-routing: must be reorg (the bucket-first design is always on)");
 	ck_assert_int_eq(flag("--chat-routing", "reorg"), SY_OK);
 	ck_assert_int_eq(flag("--affinity-mode", "strict"), SY_OK);
 	ck_assert_int_eq(flag("--policy", "sticky"), SY_OK); /* refused later, by the router */
