@@ -180,6 +180,9 @@ backend be
                 except subprocess.TimeoutExpired:
                     p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+        shm = "/dev/shm/sy-bench-proxy-%d" % os.getpid()
+        if os.path.exists(shm):
+            os.unlink(shm)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 #
 #   ROUTER=... FLEET=... MOCK=... SYCTL=... set by the caller (meson args)
 #   rt_init NAME          temp dir $T, unique shm path $SHM, cleanup trap
-#   rt_fleet DIR ARGS...  tools/mock-fleet start (URLs on stdout)
+#   rt_fleet DIR ARGS...  tools/mock-fleet start (URLs on stdout); DIR under $T,
+#                         stopped by the trap
 #   rt_router ARGS...     start switchyard-router on a free port ($PORT, $RURL,
 #                         pid $RPID, log $T/router.log); waits for /health
 #   rt_fail MSG           print the router log tail and exit 1
@@ -13,7 +14,6 @@ PY=/usr/bin/python3
 rt_init() {
   T=$(mktemp -d "/tmp/sy-$1.XXXXXX")
   SHM=/dev/shm/sy-test-$1-$$
-  FLEETS=()
   RPID=""
   trap rt_cleanup EXIT
 }
@@ -25,7 +25,11 @@ rt_cleanup() {
     for _ in $(seq 1 50); do kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$RPID" 2>/dev/null || true
   fi
-  for d in "${FLEETS[@]}"; do "$FLEET" stop --dir "$d" >/dev/null 2>&1 || true; done
+  # Fleets are found on disk: rt_fleet usually runs in a $(...) subshell,
+  # so a shell array could not record them.
+  for f in "$T"/*/fleet.tsv; do
+    [ -f "$f" ] && "$FLEET" stop --dir "$(dirname "$f")" >/dev/null 2>&1 || true
+  done
   rm -f "$SHM"
   if [ $rc -ne 0 ] && [ -f "$T/router.log" ]; then echo "--- router log (tail)" >&2; tail -40 "$T/router.log" >&2; fi
   rm -rf "$T"
@@ -39,7 +43,6 @@ rt_free_port() {
 
 rt_fleet() {
   local d=$1; shift
-  FLEETS+=("$d")
   "$FLEET" start --dir "$d" --bin "$MOCK" "$@"
 }
 
