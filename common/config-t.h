@@ -103,10 +103,27 @@ struct sy_config_router {
 	struct sy_config_tokenizer tokenizer;
 	char *access_log;          /* file path; NULL: no access log */
 	char *admin_api_key;       /* bearer key of the admin API; NULL: admin API off */
+	/* Data plane (router issue; reference/policy-defaults.md §7, §9). */
+	int stream_idle_timeout_secs; /* max gap between upstream body bytes */
+	bool no_decision_headers;  /* true: no x-switchyard-* decision headers */
+	int cb_threshold;          /* consecutive failures that open a worker's
+	                              breaker; 0 = breaker off (opt-in) */
+	int cb_cool_down_secs;     /* open → half-open after this long */
+	bool retry_once;           /* one re-dispatch (plain only) before any byte
+	                              reached the client */
+	char *override_sampling_params; /* JSON object merged into requests; NULL off */
+	int sampling_param_conflict;    /* enum sy_sampling_conflict */
+	int max_connections_per_worker; /* keep-alive upstream sockets per worker
+	                                   and process (socket pool capacity) */
 	char *session_id_header;   /* session key header (default x-session-id) */
 	char *routing_key_header;  /* routing key header (default x-sgl-routing-key) */
 	int ttft_slo_policy;       /* enum sy_slo_policy, header x-sgl-ttft-slo-ms */
 	int tps_slo_policy;        /* enum sy_slo_policy, header x-sgl-tps-slo */
+};
+
+enum sy_sampling_conflict {
+	SY_SAMPLING_REJECT = 0, /* a differing client value → 400 sampling_contract_violation */
+	SY_SAMPLING_ALLOW = 1,  /* the override wins silently */
 };
 
 enum sy_slo_policy {

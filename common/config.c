@@ -171,6 +171,7 @@ static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
 /* Same order as enum sy_log_level / sy_log_format (common/log.h). */
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const log_format_names[] = {"text", "json", NULL};
+static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
 static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
 
 #define KV struct sy_config_kv_events
@@ -236,6 +237,14 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_MAP_F(R, tokenizer, tokenizer_section),
 	SY_CFG_STR_F(R, access_log, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_INT_F(R, stream_idle_timeout_secs, 1, 86400, 180, 0),
+	SY_CFG_BOOL_F(R, no_decision_headers, false),
+	SY_CFG_INT_F(R, cb_threshold, 0, 1000000, 0, 0),
+	SY_CFG_INT_F(R, cb_cool_down_secs, 1, 86400, 30, 0),
+	SY_CFG_BOOL_F(R, retry_once, false),
+	SY_CFG_STR_F(R, override_sampling_params, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_ENUM_F(R, sampling_param_conflict, sampling_conflict_names, SY_SAMPLING_REJECT),
+	SY_CFG_INT_F(R, max_connections_per_worker, 1, 65536, 256, 0),
 	SY_CFG_STR_F(R, session_id_header, "x-session-id", 0, hook_header_name),
 	SY_CFG_STR_F(R, routing_key_header, "x-sgl-routing-key", 0, hook_header_name),
 	SY_CFG_ENUM_F(R, ttft_slo_policy, slo_policy_names, SY_SLO_DISABLED),

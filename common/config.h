@@ -27,7 +27,11 @@
  *   router:   {host: 127.0.0.1, port: 30000, processes: 1,
  *              request_timeout_secs: 300, shutdown_drain_secs: 30,
  *              max_body_bytes: 33554432, tokenizer: {kind: bytes, path},
- *              access_log, admin_api_key}
+ *              access_log, admin_api_key, stream_idle_timeout_secs: 180,
+ *              no_decision_headers: false, cb_threshold: 0 (off),
+ *              cb_cool_down_secs: 30, retry_once: false,
+ *              override_sampling_params (JSON object), sampling_param_conflict:
+ *              reject|allow, max_connections_per_worker: 256}
  *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
  *              health_interval_ms: 1000, health_timeout_ms: 5000,
  *              health_failure_threshold: 3, health_success_threshold: 2,

@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""bench/proxy/run.py — switchyard-router vs HAProxy (balance random(2)) in
+front of the same two static nginx upstreams (docs: bench/proxy/README.md).
+
+Pinning: the proxy under test on CPU 0; wrk and nginx on CPU 1. The two
+proxies are run alternately (ROUNDS rounds), each for DURATION seconds with
+the same wrk settings, for two workloads: a small non-streaming JSON answer
+and a 64-event SSE answer. Reported per proxy (median over rounds): req/s,
+p99 latency, p99 added over the direct-to-nginx run, and CPU µs per request
+(utime+stime of every proxy process from /proc, divided by requests).
+Writes a Markdown table to bench/results/proxy.md (and stdout).
+"""
+import os, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROUTER = os.environ.get("ROUTER_BIN", os.path.join(ROOT, "build/router/switchyard-router"))
+DURATION = int(os.environ.get("BENCH_SECONDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+CONNS = int(os.environ.get("BENCH_CONNS", "32"))
+TICK = os.sysconf("SC_CLK_TCK")
+
+BODY = '{"model":"bench","messages":[{"role":"user","content":"hello"}],"max_tokens":8}'
+SMALL = ('{"id":"x","object":"chat.completion","model":"bench","choices":[{"index":0,'
+         '"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}')
+SSE = "".join('data: {"choices":[{"delta":{"content":"tok%d"}}]}\\n\\n' % i for i in range(63)) + "data: [DONE]\\n\\n"
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+
+def wait_port(port, t=5.0):
+    end = time.time() + t
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close(); return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("port %d did not open" % port)
+
+
+def cpu_ticks(pids):
+    total = 0
+    for pid in pids:
+        try:
+            f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])
+        except OSError:
+            pass
+    return total
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def wrk(port, script):
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c%d" % CONNS, "-d%ds" % DURATION, "--latency",
+           "-s", script, "http://127.0.0.1:%d/v1/chat/completions" % port]
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    reqs = int(re.search(r"(\d+) requests in", out).group(1))
+    m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    p99 = float(m.group(1)) * {"us": 1, "ms": 1000, "s": 1e6}[m.group(2)]
+    errs = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return rps, p99, reqs, int(errs.group(1)) if errs else 0
+
+
+def run_proxy(kind, port, pids, script):
+    t0 = cpu_ticks(pids)
+    rps, p99, reqs, errs = wrk(port, script)
+    t1 = cpu_ticks(pids)
+    cpu_us = (t1 - t0) * 1e6 / TICK / max(reqs, 1)
+    return {"rps": rps, "p99": p99, "cpu_us": cpu_us, "errs": errs}
+
+
+def main():
+    for tool in ("haproxy", "nginx", "wrk", "taskset"):
+        if shutil.which(tool) is None and not os.path.exists("/usr/sbin/" + tool):
+            sys.exit("missing %s (bench/proxy/run installs it)" % tool)
+    tmp = tempfile.mkdtemp(prefix="sy-bench-proxy.")
+    procs = []
+    try:
+        up = {"small": [free_port(), free_port()], "sse": [free_port(), free_port()]}
+        servers = ""
+        for kind, ports in up.items():
+            ctype, body = ("application/json", SMALL) if kind == "small" else ("text/event-stream", SSE)
+            for p in ports:
+                servers += """server { listen 127.0.0.1:%d; access_log off; keepalive_requests 1000000;
+                  location / { default_type %s; return 200 '%s'; } }\n""" % (p, ctype, body)
+        open(tmp + "/nginx.conf", "w").write("""daemon off; worker_processes 1; pid %s/nginx.pid;
+error_log %s/nginx.err; events { worker_connections 4096; }
+http { client_body_temp_path %s; proxy_temp_path %s; fastcgi_temp_path %s; uwsgi_temp_path %s;
+scgi_temp_path %s; %s }""" % ((tmp,) * 7 + (servers,)))
+        procs.append(subprocess.Popen(["taskset", "-c", "1", "/usr/sbin/nginx", "-c", tmp + "/nginx.conf",
+                                       "-p", tmp], stderr=subprocess.DEVNULL))
+        for ports in up.values():
+            for p in ports:
+                wait_port(p)
+        script = tmp + "/post.lua"
+        open(script, "w").write('wrk.method = "POST"\nwrk.body = \'%s\'\n'
+                                'wrk.headers["Content-Type"] = "application/json"\n' % BODY)
+
+        results = {}
+        for kind, ports in up.items():
+            # HAProxy, one thread, balance random(2), keep-alive to the upstreams.
+            hport, rport = free_port(), free_port()
+            open(tmp + "/haproxy.cfg", "w").write("""global
+  nbthread 1
+  maxconn 4000
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 300s
+  http-reuse always
+frontend fe
+  bind 127.0.0.1:%d
+  default_backend be
+backend be
+  balance random(2)
+  server a 127.0.0.1:%d
+  server b 127.0.0.1:%d
+""" % (hport, ports[0], ports[1]))
+            hp = subprocess.Popen(["taskset", "-c", "0", "/usr/sbin/haproxy", "-f", tmp + "/haproxy.cfg"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(hp)
+            shm = "/dev/shm/sy-bench-proxy-%d" % os.getpid()
+            rp = subprocess.Popen(["taskset", "-c", "0", ROUTER, "--port", str(rport), "--processes", "1",
+                                   "--shm", shm, "--model-id", "bench", "--log-level", "warn",
+                                   "--worker-urls", "http://127.0.0.1:%d" % ports[0],
+                                   "http://127.0.0.1:%d" % ports[1]],
+                                  stdout=subprocess.DEVNULL, stderr=open(tmp + "/router.log", "w"))
+            procs.append(rp)
+            wait_port(hport); wait_port(rport); time.sleep(0.3)
+            rpids = [rp.pid] + children(rp.pid)
+            direct = wrk(ports[0], script)  # baseline: straight to nginx
+            rows = {"haproxy": [], "switchyard": []}
+            for _ in range(ROUNDS):
+                rows["switchyard"].append(run_proxy(kind, rport, rpids, script))
+                rows["haproxy"].append(run_proxy(kind, hport, [hp.pid], script))
+            results[kind] = (direct, rows)
+            for p in (hp, rp):
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            if os.path.exists(shm):
+                os.unlink(shm)
+
+        med = lambda rs, k: statistics.median(r[k] for r in rs)
+        lines = ["| workload | proxy | req/s | p99 µs | p99 added µs | CPU µs/req | non-2xx |",
+                 "|---|---|---:|---:|---:|---:|---:|"]
+        ratios = []
+        for kind, (direct, rows) in results.items():
+            for name in ("haproxy", "switchyard"):
+                rs = rows[name]
+                lines.append("| %s | %s | %.0f | %.0f | %.0f | %.1f | %d |" % (
+                    "small JSON" if kind == "small" else "SSE, 64 events", name, med(rs, "rps"),
+                    med(rs, "p99"), med(rs, "p99") - direct[1], med(rs, "cpu_us"), sum(r["errs"] for r in rs)))
+            ratios.append("%s: switchyard/HAProxy req/s %.2f×, CPU per request %.2f×" % (
+                kind, med(rows["switchyard"], "rps") / med(rows["haproxy"], "rps"),
+                med(rows["switchyard"], "cpu_us") / med(rows["haproxy"], "cpu_us")))
+        text = ("# bench/proxy — switchyard-router vs HAProxy random(2)\n\n"
+                "%d rounds × %d s alternating, wrk -t1 -c%d, proxy pinned to CPU 0, wrk + nginx to CPU 1; "
+                "medians. p99 added = proxy p99 − direct-to-nginx p99 (%.0f µs small, %.0f µs SSE).\n\n"
+                % (ROUNDS, DURATION, CONNS, results["small"][0][1], results["sse"][0][1])
+                + "\n".join(lines) + "\n\n" + "\n".join("- " + r for r in ratios) + "\n")
+        os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
+        open(os.path.join(ROOT, "bench/results/proxy.md"), "w").write(text)
+        print(text)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+        shm = "/dev/shm/sy-bench-proxy-%d" % os.getpid()
+        if os.path.exists(shm):
+            os.unlink(shm)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+/* errors.c — the router's own responses: JSON error bodies and plain bodies.
+ *
+ * Error body (DESIGN.md §9, reference/policy-defaults.md §8):
+ *   {"error":{"type":"invalid_request_error"|"server_error","code":CODE,
+ *             "message":MSG[,"details":DETAILS]}}
+ * plus header x-router-error-code: CODE. Every response the router writes
+ * itself goes through here, so every one is counted in the metrics.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "router/buf.h"
+#include "router/metrics.h"
+#include "router/router.h"
+
+void rt_buf_json_str(struct rt_buf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '"': rt_buf_put(b, "\\\"", 2); break;
+		case '\\': rt_buf_put(b, "\\\\", 2); break;
+		case '\n': rt_buf_put(b, "\\n", 2); break;
+		case '\r': rt_buf_put(b, "\\r", 2); break;
+		case '\t': rt_buf_put(b, "\\t", 2); break;
+		default:
+			if (c < 0x20) {
+				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+				rt_buf_put(b, e, 6);
+			} else {
+				rt_buf_put(b, &s[i], 1);
+			}
+		}
+	}
+}
+
+const char *rt_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 413: return "Payload Too Large";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return status < 400 ? "OK" : "Error";
+	}
+}
+
+int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ctype,
+		 const char *body, size_t len)
+{
+	req->res.status = status;
+	req->res.reason = rt_reason(status);
+	if (ctype != NULL)
+		h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype,
+			       strlen(ctype));
+	h2o_iovec_t id = rt_request_id(req);
+	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL,
+			      id.base, id.len);
+	rt_metrics_response(rt_w.metrics, rt_w.index, route, status);
+	h2o_iovec_t copy = h2o_strdup(&req->pool, body, len);
+	h2o_send_inline(req, copy.base, copy.len);
+	return 0;
+}
+
+int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
+		  const char *message, const char *details_json)
+{
+	struct rt_buf b = {0};
+	rt_buf_printf(&b, "{\"error\":{\"type\":\"%s\",\"code\":\"",
+		      status >= 400 && status < 500 ? "invalid_request_error" : "server_error");
+	rt_buf_json_str(&b, code, strlen(code));
+	rt_buf_puts(&b, "\",\"message\":\"");
+	rt_buf_json_str(&b, message, strlen(message));
+	rt_buf_puts(&b, "\"");
+	if (details_json != NULL) {
+		rt_buf_puts(&b, ",\"details\":");
+		rt_buf_puts(&b, details_json);
+	}
+	rt_buf_puts(&b, "}}\n");
+	h2o_iovec_t c = h2o_strdup(&req->pool, code, strlen(code));
+	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-router-error-code"), 0,
+			      NULL, c.base, c.len);
+	if (b.oom) {
+		static const char oom[] = "{\"error\":{\"type\":\"server_error\",\"code\":"
+					  "\"internal_error\",\"message\":\"out of memory\"}}\n";
+		rt_send_body(req, route, 500, "application/json", oom, sizeof(oom) - 1);
+	} else {
+		rt_send_body(req, route, status, "application/json", b.p, b.n);
+	}
+	rt_access_log(req, route, status, NULL, 0, b.n);
+	rt_buf_free(&b);
+	return 0;
+}
+
+int rt_send_errorf(h2o_req_t *req, enum rt_route route, int status, const char *code,
+		   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return rt_send_error(req, route, status, code, msg, NULL);
+}

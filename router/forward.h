@@ -1,0 +1,42 @@
+/* forward.h — dispatch of a complete selection to its engine(s).
+ *
+ * The upstream path is h2o_http1client over a keep-alive socket pool per
+ * worker (upstream.h). Everything upstream-specific lives behind
+ * rt_forward_start(), so a lean owned-socket client (DESIGN.md §8) can
+ * replace forward.c without touching the routes.
+ *
+ * Behaviour (DESIGN.md §4 step 6, reference/policy-defaults.md §7, §9,
+ * sglang-wire.md §15):
+ * - in-flight guards on the state plane (own row) for each chosen engine,
+ *   released exactly once when the request's pool is disposed (completion,
+ *   error, client cancel), or when a retry moves to another worker;
+ * - header timeout (--request-timeout-secs) from dispatch to the response
+ *   headers; stream idle timeout (--stream-idle-timeout-secs) between body
+ *   reads; either cancels the upstream (504 upstream_timeout before the
+ *   headers, a cut stream after);
+ * - SSE and any body: each read is handed to h2o at once (one send in
+ *   flight, the next read queued behind it), so chunks are not held back;
+ * - client cancel aborts the upstream request (not a PD prefill);
+ * - opt-in single retry (--retry-once) to another worker for failures
+ *   before any byte reached the client; never for PD;
+ * - PD: bootstrap fields spliced into the body (pd.c), the same body to
+ *   both, prefill detached (its failure is logged), decode answer to the
+ *   client, header x-sgl-decode-url on both upstream requests and the
+ *   client response.
+ */
+#ifndef SY_ROUTER_FORWARD_H
+#define SY_ROUTER_FORWARD_H
+
+#include <h2o.h>
+
+#include "router/pick.h"
+#include "router/rtgen.h"
+
+/* Forwards `req` (body `body`, borrowed from the request pool) per `pick`.
+ * Takes a reference to `g`. `t_start_ns` is the receipt time. Sends the
+ * response (or an error) itself; returns 0. */
+int rt_forward_start(h2o_req_t *req, struct rt_gen *g, enum rt_route route,
+		     struct rt_prepared *prep, const struct rt_pick *pick, h2o_iovec_t body,
+		     uint64_t t_start_ns);
+
+#endif

