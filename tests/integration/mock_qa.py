@@ -8,6 +8,9 @@
 - a request body over --max-body-bytes is refused with 413 before it is
   tokenized (a 200 MB prompt held the single event loop for 13 s and 1.7 GB).
 - a non-boolean "stream" is a 400 naming the field, not silently non-streaming.
+- /v1/loads' cache_hit_rate is per DP rank (that rank's cached / prompt
+  tokens of finished requests), not the engine-wide figure on every rank;
+  POST /mock/reset zeroes it.
 """
 import glob, json, os, shutil, subprocess, sys, tempfile, urllib.error, urllib.request
 
@@ -21,9 +24,10 @@ def fail(msg, d=None):
     sys.exit(1)
 
 
-def req(url, path, body=None, raw=None):
-    data = raw if raw is not None else json.dumps(body).encode()
-    r = urllib.request.Request(url + path, data=data, headers={"content-type": "application/json"})
+def req(url, path, body=None, raw=None, headers=None, method=None):
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    r = urllib.request.Request(url + path, data=data, method=method,
+                               headers={"content-type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(r, timeout=10) as resp:
             return resp.status, resp.read()
@@ -72,7 +76,59 @@ def main():
         if "Sanitizer" in text or "runtime error" in text:
             fail(f"sanitizer report in {log}", d)
     shutil.rmtree(d, ignore_errors=True)
+    per_rank_hit_rate()
     print("mock_qa: OK")
+
+
+def per_rank_hit_rate():
+    d = tempfile.mkdtemp(prefix="sy-mock-qa-dp-")
+    subprocess.run([FLEET, "start", "--dir", d, "--bin", BIN, "--dp-size", "2", "--",
+                    "--block-size", "4"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=30)
+    url = json.load(open(os.path.join(d, "fleet.json")))[0]["url"]
+
+    def gen(rank, ids):
+        s, b = req(url, "/generate", {"input_ids": ids, "sampling_params": {"max_new_tokens": 1}},
+                   headers={"x-data-parallel-rank": str(rank)})
+        if s != 200:
+            fail(f"/generate on rank {rank}: {s} {b[:200]}", d)
+        return json.loads(b)["meta_info"]["cached_tokens"]
+
+    def rates():
+        s, b = req(url, "/v1/loads")
+        if s != 200:
+            fail(f"/v1/loads: {s} {b[:200]}", d)
+        return {l["dp_rank"]: l["cache_hit_rate"] for l in json.loads(b)["loads"]}
+
+    try:
+        if rates() != {0: 0.0, 1: 0.0}:
+            fail(f"fresh engine: cache_hit_rate {rates()}", d)
+        # rank 0: a 9-token prompt twice → 0 then 8 cached: 8 / 18
+        ids = [11, 12, 13, 14, 15, 16, 17, 18, 19]
+        got = [gen(0, ids), gen(0, ids)]
+        if got != [0, 8]:
+            fail(f"rank 0 cached_tokens {got}, want [0, 8]", d)
+        # rank 1: one fresh 5-token prompt → 0 / 5 (engine-wide would be 8 / 23)
+        if gen(1, [1, 2, 3, 4, 5]) != 0:
+            fail("rank 1: fresh prompt reported cached tokens", d)
+        r = rates()
+        if abs(r[0] - 8 / 18) > 1e-5 or r[1] != 0.0:
+            fail(f"per-rank cache_hit_rate {r}, want {{0: {8 / 18:.6f}, 1: 0.0}}", d)
+        # the same prompt on rank 1 hits rank 1's own cache only now: 4 / 10
+        gen(1, [1, 2, 3, 4, 5])
+        r = rates()
+        if abs(r[0] - 8 / 18) > 1e-5 or abs(r[1] - 4 / 10) > 1e-5:
+            fail(f"per-rank cache_hit_rate {r}, want {{0: {8 / 18:.6f}, 1: 0.4}}", d)
+        s, b = req(url, "/mock/reset", raw=b"", method="POST")
+        if s != 200 or rates() != {0: 0.0, 1: 0.0}:
+            fail(f"after /mock/reset: {s} {rates()}", d)
+    finally:
+        subprocess.run([FLEET, "stop", "--dir", d], timeout=30)
+    for log in glob.glob(os.path.join(d, "*.log")):
+        text = open(log).read()
+        if "Sanitizer" in text or "runtime error" in text:
+            fail(f"sanitizer report in {log}", d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 main()

@@ -279,6 +279,8 @@ static void record_stats(struct mreq *r, uint64_t now)
 		.e2e_us = now - r->t_arrival,
 	};
 	mock_stats_finish(&r->eng->stats, &st);
+	r->rank->hit_prompt_tokens += st.prompt_tokens;
+	r->rank->hit_cached_tokens += st.cached_tokens;
 }
 
 static void finish(struct mreq *r)

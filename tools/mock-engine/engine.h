@@ -85,6 +85,7 @@ struct mock_faults {
 };
 
 struct mreq;
+struct pd_lookup;
 
 struct mock_rank {
 	int idx;
@@ -101,6 +102,10 @@ struct mock_rank {
 	int64_t running_decode_tokens;/* output tokens held by running requests */
 	uint64_t prefill_free_at;     /* µs, serial prefill timeline */
 	int64_t total_prefill_uncached, total_prefill_busy_us;
+	uint64_t hit_prompt_tokens;   /* Σ prompt tokens of finished requests (since
+					 start or POST /mock/reset) */
+	uint64_t hit_cached_tokens;   /* Σ their prefix-cache hits, tokens; the
+					 rank's cache_hit_rate = cached / prompt */
 	bool kick;                    /* schedule at the next tick */
 	struct loadstat last_ls;
 	uint64_t last_ls_us;
@@ -157,6 +162,7 @@ struct mreq {
 	int bs_port;
 	struct sockaddr_storage bs_addr; /* resolved once (pd.c): no DNS per retry */
 	socklen_t bs_addrlen;            /* 0 = not resolved yet */
+	struct pd_lookup *bs_lookup;     /* name lookup in flight off the loop (pd.c) */
 	bool bs_unresolvable;            /* resolution failed: wait for the timeout */
 	uint64_t pd_deadline;
 	h2o_socket_t *pd_sock;

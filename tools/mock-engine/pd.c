@@ -12,6 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <h2o/hostinfo.h>
+#include <h2o/multithread.h>
+
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -35,6 +38,24 @@ struct mock_pd {
 	size_t ready_n, ready_pos;
 	struct pd_conn *conns;
 };
+
+/* One asynchronous lookup of a request's bootstrap_host name: getaddrinfo
+ * runs on h2o's resolver thread, the answer comes back to the loop through
+ * lookup_receiver (on_resolved). malloc'ed and owned by pd.c, not by the
+ * request: freed only when the answer arrives, even after the request has
+ * gone (then `r` is NULL and the answer is dropped), so neither side ever
+ * touches freed memory. */
+struct pd_lookup {
+	struct mreq *r;               /* NULL once nobody wants the answer */
+	struct pd_lookup *prev, *next;/* in `lookups` */
+};
+
+/* Process-wide (one engine per process): the loop's message queue for
+ * resolver answers, created on the first lookup, and the lookups whose
+ * answer has not arrived yet. */
+static h2o_multithread_queue_t *lookup_queue;
+static h2o_multithread_receiver_t lookup_receiver;
+static struct pd_lookup *lookups;
 
 /* ---- prefill side -------------------------------------------------------- */
 
@@ -199,6 +220,19 @@ void mock_pd_close(struct mock_engine *e)
 	}
 	if (pd->listener)
 		h2o_socket_close(pd->listener);
+	/* Answers still to come are dropped. With a lookup still on h2o's
+	 * resolver thread the queue stays (that thread will post into it); it
+	 * remains reachable from lookup_queue. */
+	for (struct pd_lookup *lk = lookups; lk; lk = lk->next) {
+		if (lk->r)
+			lk->r->bs_lookup = NULL;
+		lk->r = NULL;
+	}
+	if (lookup_queue && !lookups) {
+		h2o_multithread_unregister_receiver(lookup_queue, &lookup_receiver);
+		h2o_multithread_destroy_queue(lookup_queue);
+		lookup_queue = NULL;
+	}
 	free(pd);
 	e->pd = NULL;
 }
@@ -206,9 +240,14 @@ void mock_pd_close(struct mock_engine *e)
 /* ---- decode side --------------------------------------------------------- */
 
 static void pd_timer(struct mock_timer *t);
+static void try_connect(struct mreq *r);
 
 static void client_close(struct mreq *r)
 {
+	if (r->bs_lookup) { /* its answer is dropped when it arrives */
+		r->bs_lookup->r = NULL;
+		r->bs_lookup = NULL;
+	}
 	if (r->pd_sock) {
 		r->pd_sock->data = NULL;
 		h2o_socket_close(r->pd_sock);
@@ -268,45 +307,100 @@ static void on_connect(h2o_socket_t *sock, const char *err)
 	h2o_socket_read_start(sock, on_client_read);
 }
 
-/* Resolves bootstrap_host:bootstrap_port into r->bs_addr, once per
- * request: getaddrinfo blocks the loop, so a name is looked up only on the
- * first try, never on the 20 ms retries. */
-static void resolve_bootstrap(struct mreq *r)
+static void on_resolved(h2o_hostinfo_getaddr_req_t *req, const char *errstr,
+			struct addrinfo *res, void *cbdata)
+{
+	(void)req;
+	struct pd_lookup *lk = cbdata;
+	struct mreq *r = lk->r;
+	if (lk->prev)
+		lk->prev->next = lk->next;
+	else
+		lookups = lk->next;
+	if (lk->next)
+		lk->next->prev = lk->prev;
+	free(lk);
+	if (!r)
+		return;
+	r->bs_lookup = NULL;
+	if (!errstr && res && res->ai_addrlen <= sizeof(r->bs_addr)) {
+		memcpy(&r->bs_addr, res->ai_addr, res->ai_addrlen);
+		r->bs_addrlen = res->ai_addrlen;
+		mock_timer_cancel(&r->eng->timers, &r->timer);
+		try_connect(r);
+		return;
+	}
+	sy_warn("bootstrap_host '%s' does not resolve (%s): room %" PRIu64 " will time out",
+		r->bs_host, errstr ? errstr : "no address", r->room);
+	r->bs_unresolvable = true; /* the timer armed at the deadline fails r */
+}
+
+/* Fills r->bs_addr from a numeric bootstrap_host (IPv4 or IPv6) at once.
+ * Returns false for a name, which needs the resolver. */
+static bool parse_numeric(struct mreq *r)
 {
 	memset(&r->bs_addr, 0, sizeof(r->bs_addr));
 	struct sockaddr_in *s4 = (struct sockaddr_in *)&r->bs_addr;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&r->bs_addr;
 	if (inet_pton(AF_INET, r->bs_host, &s4->sin_addr) == 1) {
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)r->bs_port);
 		r->bs_addrlen = sizeof(*s4);
-		return;
+		return true;
 	}
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+	if (inet_pton(AF_INET6, r->bs_host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)r->bs_port);
+		r->bs_addrlen = sizeof(*s6);
+		return true;
+	}
+	return false;
+}
+
+/* Starts the lookup of a bootstrap_host name off the loop; try_connect()
+ * runs when the answer arrives. The request's timer stays armed at its
+ * deadline meanwhile, so resolution time counts against --pd-timeout-ms.
+ * Returns 0 or SY_ENOMEM. */
+static int start_lookup(struct mreq *r)
+{
+	if (!lookup_queue) {
+		lookup_queue = h2o_multithread_create_queue(r->eng->loop); /* aborts on OOM */
+		h2o_multithread_register_receiver(lookup_queue, &lookup_receiver,
+						  h2o_hostinfo_getaddr_receiver);
+		/* a name that takes seconds to fail must not hold up the others */
+		if (h2o_hostinfo_max_threads < 4)
+			h2o_hostinfo_max_threads = 4;
+	}
+	struct pd_lookup *lk = malloc(sizeof(*lk));
+	if (!lk)
+		return SY_ENOMEM;
+	lk->r = r;
+	lk->prev = NULL;
+	lk->next = lookups;
+	if (lookups)
+		lookups->prev = lk;
+	lookups = lk;
+	r->bs_lookup = lk;
 	char port[8];
-	snprintf(port, sizeof(port), "%d", r->bs_port);
-	if (getaddrinfo(r->bs_host, port, &hints, &ai) == 0) {
-		if (ai->ai_addrlen <= sizeof(r->bs_addr)) {
-			memcpy(&r->bs_addr, ai->ai_addr, ai->ai_addrlen);
-			r->bs_addrlen = ai->ai_addrlen;
-		}
-		freeaddrinfo(ai);
-	}
-	if (!r->bs_addrlen) {
-		sy_warn("bootstrap_host '%s' does not resolve: room %" PRIu64 " will time out",
-			r->bs_host, r->room);
-		r->bs_unresolvable = true;
-	}
+	int k = snprintf(port, sizeof(port), "%d", r->bs_port);
+	h2o_hostinfo_getaddr(&lookup_receiver, h2o_iovec_init(r->bs_host, strlen(r->bs_host)),
+			     h2o_iovec_init(port, (size_t)k), AF_UNSPEC, SOCK_STREAM, IPPROTO_TCP,
+			     AI_ADDRCONFIG | AI_NUMERICSERV, on_resolved, lk);
+	return 0;
 }
 
 static void try_connect(struct mreq *r)
 {
-	if (!r->bs_addrlen && !r->bs_unresolvable)
-		resolve_bootstrap(r);
+	if (r->bs_lookup || r->bs_unresolvable) {
+		/* waiting for the resolver, or nothing to connect to: the
+		 * deadline decides */
+		mock_timer_arm(&r->eng->timers, &r->timer, r->pd_deadline, pd_timer);
+		return;
+	}
 	socklen_t len = r->bs_addrlen;
 	struct sockaddr_storage ss = r->bs_addr;
-	h2o_socket_t *sock = len ? h2o_socket_connect(r->eng->loop, (struct sockaddr *)&ss, len,
-						     on_connect)
-				 : NULL;
+	h2o_socket_t *sock = h2o_socket_connect(r->eng->loop, (struct sockaddr *)&ss, len,
+						on_connect);
 	if (!sock) {
 		retry_later(r);
 		return;
@@ -330,6 +424,13 @@ static void pd_timer(struct mock_timer *t)
 void mock_pd_wait(struct mreq *r)
 {
 	r->pd_deadline = sy_mono_us() + (uint64_t)r->eng->cfg.pd_timeout_ms * 1000;
+	r->bs_addrlen = 0;
+	r->bs_unresolvable = false;
+	if (!parse_numeric(r) && start_lookup(r) != 0) {
+		sy_warn("cannot start resolving bootstrap_host '%s': room %" PRIu64
+			" will time out", r->bs_host, r->room);
+		r->bs_unresolvable = true;
+	}
 	try_connect(r);
 }
 

@@ -13,7 +13,9 @@
  *                      MOCK_PD_READY_ROOMS rooms are remembered), then closes.
  * The decode mock connects to the request's bootstrap_host:bootstrap_port,
  * retries a refused connection every 20 ms, and fails the request with 500
- * after --pd-timeout-ms (the "decode times out on the room" case).
+ * after --pd-timeout-ms (the "decode times out on the room" case). A host
+ * name is resolved off the event loop (h2o's getaddrinfo thread), once per
+ * request; the deadline includes the resolution time.
  */
 #ifndef SY_MOCK_PD_H
 #define SY_MOCK_PD_H

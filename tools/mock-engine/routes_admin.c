@@ -84,8 +84,8 @@ static void loads(struct mock_engine *e, struct sbuf *o, bool legacy)
 		sbuf_printf(o, "%.3f,\"dp_rank_count\":%d,\"loads\":[", sy_wall_seconds(), e->cfg.dp_size);
 	for (int i = 0; i < e->cfg.dp_size; i++) {
 		struct loadstat ls;
-		mock_rank_loadstat(&e->ranks[i], &ls);
-		const struct mock_stats *s = &e->stats;
+		const struct mock_rank *rk = &e->ranks[i];
+		mock_rank_loadstat(rk, &ls);
 		if (i)
 			sbuf_puts(o, ",");
 		if (legacy) {
@@ -106,7 +106,9 @@ static void loads(struct mock_engine *e, struct sbuf *o, bool legacy)
 			    ",\"gen_throughput\":0.0,\"cache_hit_rate\":%.6f,\"utilization\":%.6f}",
 			    i, ls.running, ls.waiting, ls.waiting_uncached, ls.num_tokens,
 			    ls.total_tokens, ls.max_total_num_tokens, ls.max_running, usage,
-			    s->prompt_tokens ? (double)s->cached_tokens / (double)s->prompt_tokens : 0.0,
+			    rk->hit_prompt_tokens ? (double)rk->hit_cached_tokens /
+							   (double)rk->hit_prompt_tokens
+						 : 0.0,
 			    ls.max_running ? (double)ls.running / (double)ls.max_running : 0.0);
 	}
 	sbuf_puts(o, legacy ? "]" : "]}");
@@ -210,6 +212,8 @@ int route_admin(struct mock_engine *e, h2o_req_t *req, bool *handled)
 			http_error(req, 405, "MethodNotAllowed", "use POST");
 		} else {
 			mock_stats_reset(&e->stats);
+			for (int i = 0; i < e->cfg.dp_size; i++)
+				e->ranks[i].hit_prompt_tokens = e->ranks[i].hit_cached_tokens = 0;
 			http_reply(req, 200, "application/json", &(struct sbuf){.p = "{}", .n = 2});
 		}
 	} else if (is(req, "/mock/faults")) {
