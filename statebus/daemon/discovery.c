@@ -64,10 +64,22 @@ static int int_in(json_t *v, int lo, int hi)
 	return i >= lo && i <= hi ? (int)i : 0;
 }
 
-static void copy_str(char *dst, size_t cap, json_t *v)
+/* Copies string v; false when it does not fit (never silently truncated:
+ * a cut host would connect elsewhere). */
+static bool copy_str(char *dst, size_t cap, json_t *v)
 {
-	if (json_is_string(v))
-		snprintf(dst, cap, "%s", json_string_value(v));
+	if (!json_is_string(v))
+		return true;
+	return snprintf(dst, cap, "%s", json_string_value(v)) < (int)cap;
+}
+
+/* dp_size: present but out of [1, 1024] is an error, never "1". */
+static int dp_of(json_t *v, struct sbd_facts *out)
+{
+	int dp = int_in(v, 1, 1024);
+	if (dp == 0 && v != NULL && !json_is_null(v))
+		out->invalid = "dp_size out of [1, 1024]";
+	return dp;
 }
 
 static bool wildcard(const char *h)
@@ -92,19 +104,21 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
 	json_t *kv = get(root, "kv_events");
 	if (json_is_object(kv)) {
 		out->has_kv = true;
-		copy_str(out->endpoint_host, sizeof(out->endpoint_host),
-			 json_object_get(kv, "endpoint_host"));
+		if (!copy_str(out->endpoint_host, sizeof(out->endpoint_host),
+			      json_object_get(kv, "endpoint_host")))
+			out->invalid = "endpoint_host too long";
 		out->endpoint_port_base = int_in(json_object_get(kv, "endpoint_port_base"), 1, 65535);
-		copy_str(out->topic, sizeof(out->topic), json_object_get(kv, "topic"));
+		if (!copy_str(out->topic, sizeof(out->topic), json_object_get(kv, "topic")))
+			out->invalid = "topic too long";
 		out->block_size = int_in(json_object_get(kv, "block_size"), 1, 1 << 20);
-		out->dp_size = int_in(json_object_get(kv, "dp_size"), 1, 1024);
+		out->dp_size = dp_of(json_object_get(kv, "dp_size"), out);
 		out->load_port_base = int_in(json_object_get(kv, "load_endpoint_port_base"), 1, 65535);
 		out->replay_port_base = int_in(json_object_get(kv, "replay_port_base"), 1, 65535);
 	}
 	if (wildcard(out->endpoint_host))
 		(void)sbd_url_host(url, out->endpoint_host, sizeof(out->endpoint_host));
-	if (out->dp_size == 0)
-		out->dp_size = int_in(get(root, "dp_size"), 1, 1024);
+	if (out->dp_size == 0 && out->invalid == NULL)
+		out->dp_size = dp_of(get(root, "dp_size"), out);
 	json_t *mode = get(root, "disaggregation_mode");
 	if (json_is_string(mode)) {
 		if (strcasecmp(json_string_value(mode), "prefill") == 0)

@@ -192,8 +192,9 @@ int sbd_fleet_remove(struct sbd *d, uint32_t slot)
  * already set). */
 static void oracle(struct sbd *d, struct sbd_worker *w)
 {
-	if (!w->rec.has_cache_signal || w->rec.kv_block_size == 0)
-		return;
+	if (!w->rec.has_cache_signal || w->rec.kv_block_size == 0 ||
+	    w->rec.kv_rejected != STATEBUS_KV_OK)
+		return; /* a rejected worker never sets its model's block size */
 	for (uint32_t m = 0; m < d->n_models; m++) {
 		if (strcmp(d->models[m].model, w->rec.model) != 0)
 			continue;
@@ -257,10 +258,24 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 				"configured; no cache signal, routed on load only", rec->id);
 		}
 	}
+	if (f != NULL && f->invalid != NULL) {
+		rec->kv_rejected = STATEBUS_KV_BAD_FACTS;
+		rec->load_port_base = 0;
+		sy_error("worker %s: /server_info: %s; its KV events and load are not used",
+			 rec->id, f->invalid);
+	}
 	if (rec->dp_size == 0)
 		rec->dp_size = 1;
-	if (rec->dp_size > d->max_ranks)
+	if (rec->dp_size > d->max_ranks) {
+		/* Ranks past the region's capacity can never report: indexing or
+		 * summing the first max_ranks would be a partial view taken as
+		 * complete (sglang-wire.md §13). Load stays unknown. */
+		sy_error("worker %s: dp_size %u over the region's %u ranks; its KV events and "
+			 "load are not used", rec->id, rec->dp_size, d->max_ranks);
 		rec->dp_size = (uint16_t)d->max_ranks;
+		rec->kv_rejected = STATEBUS_KV_BAD_FACTS;
+		rec->load_port_base = 0;
+	}
 	oracle(d, w);
 }
 

@@ -51,6 +51,8 @@ struct sbd_facts {
 	bool bigram;              /* speculative_algorithm EAGLE/EAGLE3/FROZEN_KV_MTP */
 	bool bigram_unrecognised; /* looked like EAGLE/MTP but is not in the list */
 	char speculative_algorithm[32];
+	const char *invalid;      /* why the KV facts cannot be used (a dp_size out of
+				   * [1, 1024], a host or topic too long), else NULL */
 };
 
 /* Parses a /server_info JSON body (`len` bytes) of worker `url` (its host

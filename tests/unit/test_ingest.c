@@ -1,6 +1,7 @@
 /* test_ingest.c — LoadStat → load record with derived throughput
  * (sglang-wire.md §13), medium → tiers (§7), /server_info facts (§10). */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/errors.h"
@@ -117,6 +118,38 @@ START_TEST(test_server_info_without_kv_events_and_nested_server_args)
 }
 END_TEST
 
+/* QA: an out-of-range dp_size is an error, never read as dp 1 (which would
+ * subscribe rank 0 only and take its load as the whole worker's); a host or
+ * topic too long for the record is refused, never cut (a cut host connects
+ * elsewhere). */
+START_TEST(test_server_info_out_of_range_dp_and_long_strings_are_invalid)
+{
+	struct sbd_facts f;
+	char why[128];
+	const char *dp = "{\"kv_events\":{\"endpoint_port_base\":5557,\"block_size\":16,"
+			 "\"dp_size\":100000}}";
+	ck_assert_int_eq(sbd_discovery_parse(dp, strlen(dp), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	const char *top = "{\"dp_size\":0,\"kv_events\":{\"endpoint_port_base\":5557}}";
+	ck_assert_int_eq(sbd_discovery_parse(top, strlen(top), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	char body[512];
+	char host[200];
+	memset(host, 'h', sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(body, sizeof(body), "{\"kv_events\":{\"endpoint_host\":\"%s\",\"endpoint_port_base\":5557}}", host);
+	ck_assert_int_eq(sbd_discovery_parse(body, strlen(body), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	snprintf(body, sizeof(body), "{\"kv_events\":{\"topic\":\"%s\",\"endpoint_port_base\":5557}}", host);
+	ck_assert_int_eq(sbd_discovery_parse(body, strlen(body), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	const char *ok = "{\"dp_size\":null,\"kv_events\":{\"endpoint_port_base\":5557,\"dp_size\":1024}}";
+	ck_assert_int_eq(sbd_discovery_parse(ok, strlen(ok), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_null(f.invalid);
+	ck_assert_int_eq(f.dp_size, 1024);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -126,6 +159,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_medium_to_tiers);
 	tcase_add_test(tc, test_server_info_facts_wildcard_host_role_bigram);
 	tcase_add_test(tc, test_server_info_without_kv_events_and_nested_server_args);
+	tcase_add_test(tc, test_server_info_out_of_range_dp_and_long_strings_are_invalid);
 	suite_add_tcase(s, tc);
 	return s;
 }

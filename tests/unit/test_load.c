@@ -294,11 +294,49 @@ START_TEST(test_writer_killed_mid_load_update_reads_unknown_never_valid)
 }
 END_TEST
 
+/* policy-defaults.md §12 scenario 24 with its exact numbers: ranks
+ * (running 5, waiting 1) + (3, 2) → load 11, captured_at = the earlier
+ * rank's time; one rank 3600 s old (window 5 s) → the worker is absent
+ * (unknown, stale); expected ranks {0, 1} with only 0 reported → absent. */
+START_TEST(test_scenario_24_load_table_exact_numbers)
+{
+	struct fixture f;
+	fx_open(&f, 2);
+	uint64_t t = 7200 * SEC;
+	struct statebus_load_report r0 = rep(5, 1, 0, 100, t - 1 * SEC);
+	struct statebus_load_report r1 = rep(3, 2, 0, 100, t - 2 * SEC);
+	ck_assert_int_eq(statebus_load_write(f.r, f.slot, f.gen, 0, &r0), SY_OK);
+	ck_assert_int_eq(statebus_load_write(f.r, f.slot, f.gen, 1, &r1), SY_OK);
+	struct statebus_load_view v;
+	ck_assert_int_eq(statebus_load_view(f.r, f.slot, t, &v), SY_OK);
+	ck_assert_uint_eq(v.status, STATEBUS_LOAD_FRESH);
+	ck_assert_uint_eq(v.num_running_reqs + v.num_waiting_reqs, 11);
+	ck_assert_uint_eq(v.num_running_reqs, 8);
+	ck_assert_uint_eq(v.num_waiting_reqs, 3);
+	ck_assert_uint_eq(v.captured_at_ns, t - 2 * SEC); /* the earliest rank */
+	struct statebus_load_report old = rep(3, 2, 0, 100, t - 3600 * SEC);
+	ck_assert_int_eq(statebus_load_write(f.r, f.slot, f.gen, 1, &old), SY_OK);
+	ck_assert_int_eq(statebus_load_view(f.r, f.slot, t, &v), SY_ESTALE);
+	ck_assert_uint_eq(v.status, STATEBUS_LOAD_UNKNOWN);
+	ck_assert_uint_eq(v.reason, STATEBUS_LOAD_REASON_STALE);
+	ck_assert_uint_eq(v.num_running_reqs + v.num_waiting_reqs, 0); /* never a partial sum */
+	fx_close(&f);
+
+	fx_open(&f, 2); /* expected ranks {0, 1}, only 0 reported */
+	ck_assert_int_eq(statebus_load_write(f.r, f.slot, f.gen, 0, &r0), SY_OK);
+	ck_assert_int_eq(statebus_load_view(f.r, f.slot, t, &v), SY_ESTALE);
+	ck_assert_uint_eq(v.status, STATEBUS_LOAD_UNKNOWN);
+	ck_assert_uint_eq(v.reason, STATEBUS_LOAD_REASON_MISSING);
+	fx_close(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("load");
 	TCase *tc = tcase_create("load");
 	tcase_add_test(tc, test_view_sums_ranks_and_captured_at_is_oldest);
+	tcase_add_test(tc, test_scenario_24_load_table_exact_numbers);
 	tcase_add_test(tc, test_missing_rank_is_unknown_not_partial_sum);
 	tcase_add_test(tc, test_one_stale_rank_makes_worker_unknown_at_5s);
 	tcase_add_test(tc, test_native_view_needs_v3_and_capacities_on_every_rank);
