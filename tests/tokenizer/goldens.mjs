@@ -17,7 +17,7 @@ import path from "node:path";
 import { textCases, chatCases } from "./corpus.mjs";
 
 const [cacheDir, modelDir, outFile] = process.argv.slice(2);
-const require = createRequire(path.join(cacheDir, "node_modules", "x.js"));
+const require = createRequire(path.resolve(cacheDir, "node_modules", "x.js"));
 const { Tokenizer } = require("tokenizers");
 const { Template } = require("@huggingface/jinja");
 
