@@ -8,7 +8,9 @@
  *
  * Short words (≤ SMALL bytes, nearly all) keep the rank of every adjacent
  * pair in an array and rescan it per merge: O(n²) with tiny n, no
- * allocation. Longer words (whitespace runs, base64, long numbers in
+ * allocation. A word that is itself a vocabulary token whose own BPE gives
+ * it back (HF_TOK_WHOLE, found once at load for every token) is one hash
+ * lookup — most words of real text. Longer words (whitespace runs, base64, long numbers in
  * Llama's 3-digit split are short) use a linked list and a binary heap,
  * O(n log n). Both give the same result; the oracle tests cover both.
  *
@@ -196,6 +198,34 @@ done:
 	return rc;
 }
 
+int hf_bpe_merge(const struct hf_model *m, const uint8_t *p, size_t n,
+		 struct sy_tokens *out)
+{
+	if (n == 0)
+		return SY_OK;
+	return n > SMALL ? bpe_large(m, p, n, out) : bpe_small(m, p, n, out);
+}
+
+int hf_bpe_mark_whole(struct hf_model *m)
+{
+	struct hf_vocab *v = &m->vocab;
+	struct sy_tokens t = {0};
+	for (uint32_t id = 0; id < v->n_ids; id++) {
+		if ((v->flags[id] & (HF_TOK_PRESENT | HF_TOK_ADDED)) != HF_TOK_PRESENT)
+			continue;
+		sy_tokens_reset(&t);
+		int rc = hf_bpe_merge(m, v->blob + v->span[id].off, v->span[id].len, &t);
+		if (rc) {
+			sy_tokens_free(&t);
+			return rc;
+		}
+		if (t.len == 1 && t.ids[0] == id)
+			v->flags[id] |= HF_TOK_WHOLE;
+	}
+	sy_tokens_free(&t);
+	return SY_OK;
+}
+
 int hf_bpe_word(const struct hf_model *m, const uint8_t *p, size_t n,
 		struct sy_tokens *out)
 {
@@ -203,11 +233,10 @@ int hf_bpe_word(const struct hf_model *m, const uint8_t *p, size_t n,
 		return SY_OK;
 	if (n == 1)
 		return sy_tokens_append(out, &m->vocab.byte_id[p[0]], 1);
-	if (m->ignore_merges) {
-		uint32_t id = hf_vocab_find(&m->vocab, p, n);
-		if (id != HF_NO_ID)
-			return sy_tokens_append(out, &id, 1);
-	}
+	/* a word that is a vocabulary token BPE maps to itself: one lookup */
+	uint32_t id = hf_vocab_find(&m->vocab, p, n);
+	if (id != HF_NO_ID && (m->ignore_merges || (m->vocab.flags[id] & HF_TOK_WHOLE)))
+		return sy_tokens_append(out, &id, 1);
 	if (n > SMALL)
 		return bpe_large(m, p, n, out);
 	struct cache_entry *ce = n <= CACHE_WORD ? cache_slot(p, n) : NULL;

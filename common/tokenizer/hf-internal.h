@@ -29,7 +29,12 @@
 /* Token bytes live in one blob; id i is blob[span[i].off ..][.. span[i].len]
  * (an added token: its content). An id absent from the file has an empty
  * span and flag 0. */
-enum { HF_TOK_PRESENT = 1, HF_TOK_ADDED = 2, HF_TOK_SPECIAL = 4 };
+enum {
+	HF_TOK_PRESENT = 1,
+	HF_TOK_ADDED = 2,
+	HF_TOK_SPECIAL = 4,
+	HF_TOK_WHOLE = 8, /* BPE of the token's own bytes gives this token back */
+};
 
 struct hf_span {
 	uint32_t off, len;
@@ -171,6 +176,12 @@ int hf_encode_piece(const struct hf_model *m, const uint8_t *p, size_t n,
 int hf_encode_text(const struct hf_model *m, const uint8_t *p, size_t n,
 		   struct sy_tokens *out);
 
+/* BPE merges only (no shortcuts, no cache), appended to out. */
+int hf_bpe_merge(const struct hf_model *m, const uint8_t *p, size_t n,
+		 struct sy_tokens *out);
+/* At load: flags HF_TOK_WHOLE on every token whose own BPE is itself. */
+int hf_bpe_mark_whole(struct hf_model *m);
+
 /* BPE of one pre-token (raw bytes), appended to out. */
 int hf_bpe_word(const struct hf_model *m, const uint8_t *p, size_t n,
 		struct sy_tokens *out);
@@ -207,16 +218,22 @@ int hf_onig_split(void *regex, enum hf_split_behavior b, const uint8_t *p, size_
 
 /* Unicode classes as Oniguruma sees them (\p{L}, \p{N}, \s). */
 enum hf_uclass { HF_UC_OTHER = 0, HF_UC_L = 1, HF_UC_N = 2, HF_UC_S = 3, HF_UC_NL = 4 /* \r \n */ };
+/* flag in the table beside the class: NFC may change or combine this code
+ * point (hf-uclass.c); the class is the low 3 bits */
+#define HF_UC_NFC_UNSAFE 8
 void hf_uclass_init(void); /* idempotent, thread-safe */
 extern const uint16_t *hf_uclass_stage1; /* [0x1100] block index */
 extern const uint8_t *hf_uclass_stage2; /* [blocks * 256] classes */
 static inline enum hf_uclass hf_uclass_of(uint32_t cp)
 {
-	return (enum hf_uclass)hf_uclass_stage2[(size_t)hf_uclass_stage1[cp >> 8] << 8 | (cp & 255)];
+	return (enum hf_uclass)(hf_uclass_stage2[(size_t)hf_uclass_stage1[cp >> 8] << 8 | (cp & 255)] & 7);
 }
 
 /* Validates UTF-8 (no overlongs, surrogates, > U+10FFFF). */
 bool hf_utf8_valid(const uint8_t *p, size_t n);
+/* Same, and sets *nfc_unsafe when some code point is not NFC-inert (so
+ * NFC must run); a text of inert code points is its own NFC. */
+bool hf_utf8_check(const uint8_t *p, size_t n, bool *nfc_unsafe);
 
 /* GPT-2 byte-level alphabet: byte → code point, and back (-1 if none). */
 uint32_t hf_byte_to_cp(uint8_t b);

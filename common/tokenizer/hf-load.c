@@ -295,7 +295,11 @@ static int load_model(struct load *L, json_t *root)
 	json_decref(empty);
 	if (rc)
 		return rc;
-	return load_merges(L, model);
+	if ((rc = load_merges(L, model)))
+		return rc;
+	if (!L->m->ignore_merges && (rc = hf_bpe_mark_whole(L->m)))
+		return fail(L, rc, "tokenizer.json: out of memory");
+	return SY_OK;
 }
 
 /* ---- added tokens ---- */

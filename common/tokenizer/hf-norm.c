@@ -1,7 +1,8 @@
 /* hf-norm.c — Unicode normalizers of tokenizer.json (HF tokenizers NFC, NFD,
  * NFKC, NFKD) via utf8proc. Pure-ASCII text is unchanged by all four and
- * skips the library (the common case); otherwise utf8proc_map builds the
- * normalized copy.
+ * skips the library (the common case); for NFC, so is text whose every code
+ * point is NFC-inert (hf-uclass.c: CJK, emoji, precomposed Latin, ...).
+ * Otherwise utf8proc_map builds the normalized copy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,13 @@ int hf_normalize(enum hf_norm_kind k, const uint8_t *p, size_t n,
 	*outn = n;
 	if (k == HF_NORM_NONE || all_ascii(p, n))
 		return SY_OK;
+	if (k == HF_NORM_NFC) {
+		bool unsafe;
+		if (!hf_utf8_check(p, n, &unsafe))
+			return SY_EMALFORMED;
+		if (!unsafe)
+			return SY_OK; /* every code point NFC-inert: already NFC */
+	}
 	utf8proc_option_t opt = UTF8PROC_STABLE;
 	switch (k) {
 	case HF_NORM_NFC: opt |= UTF8PROC_COMPOSE; break;

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "common/tokenizer/hf-internal.h"
 
@@ -27,6 +28,34 @@ static int ctype_of(const char *name)
 					      (UChar *)p + strlen(name));
 }
 
+/* Marks the code points that NFC may change or combine (not "inert"):
+ * non-starters (ccc != 0); characters whose NFC is not themselves
+ * (singletons, composition exclusions); and every non-first element of a
+ * canonical decomposition (conservatively: anything that may compose with
+ * what precedes it, e.g. Hangul V/T jamo). A text made of inert code points
+ * only is already NFC. */
+static void nfc_unsafe(uint8_t *bits)
+{
+	for (utf8proc_int32_t cp = 0; cp < 0x110000; cp++) {
+		const utf8proc_property_t *pr = utf8proc_get_property(cp);
+		if (pr->combining_class != 0)
+			bits[cp >> 3] |= (uint8_t)(1u << (cp & 7));
+		bool hangul = cp >= 0xAC00 && cp <= 0xD7A3;
+		if (!hangul && pr->decomp_seqindex == UINT16_MAX)
+			continue;
+		utf8proc_int32_t buf[16];
+		int bc = 0;
+		utf8proc_ssize_t n = utf8proc_decompose_char(cp, buf, 16, UTF8PROC_DECOMPOSE, &bc);
+		if (n <= 0 || n > 16 || (n == 1 && buf[0] == cp))
+			continue;
+		for (utf8proc_ssize_t k = 1; k < n; k++)
+			bits[buf[k] >> 3] |= (uint8_t)(1u << (buf[k] & 7));
+		n = utf8proc_normalize_utf32(buf, n, UTF8PROC_COMPOSE | UTF8PROC_STABLE);
+		if (n != 1 || buf[0] != cp)
+			bits[cp >> 3] |= (uint8_t)(1u << (cp & 7));
+	}
+}
+
 static void build(void)
 {
 	OnigEncoding encs[1] = {ONIG_ENCODING_UTF8};
@@ -34,8 +63,10 @@ static void build(void)
 	int ct_l = ctype_of("L"), ct_n = ctype_of("N");
 	static uint16_t s1[N_BLOCKS];
 	uint8_t *s2 = malloc((size_t)N_BLOCKS * 256); /* worst case; shrunk below */
-	if (!s2)
+	uint8_t *unsafe = calloc(0x110000 / 8, 1);
+	if (!s2 || !unsafe)
 		abort(); /* start-up allocation of ~1 MiB; nothing sensible to do */
+	nfc_unsafe(unsafe);
 	size_t n_blocks = 0;
 	uint8_t blk[256];
 	for (uint32_t b = 0; b < N_BLOCKS; b++) {
@@ -50,6 +81,8 @@ static void build(void)
 				c = HF_UC_N;
 			else if (ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, cp, ONIGENC_CTYPE_SPACE))
 				c = HF_UC_S;
+			if (unsafe[cp >> 3] & (1u << (cp & 7)))
+				c |= HF_UC_NFC_UNSAFE;
 			blk[i] = c;
 		}
 		size_t k;
@@ -60,6 +93,7 @@ static void build(void)
 			memcpy(s2 + 256 * n_blocks++, blk, 256);
 		s1[b] = (uint16_t)k;
 	}
+	free(unsafe);
 	uint8_t *shrunk = realloc(s2, n_blocks * 256);
 	hf_uclass_stage2 = shrunk ? shrunk : s2;
 	hf_uclass_stage1 = s1;
@@ -70,9 +104,10 @@ void hf_uclass_init(void)
 	pthread_once(&once, build);
 }
 
-bool hf_utf8_valid(const uint8_t *p, size_t n)
+bool hf_utf8_check(const uint8_t *p, size_t n, bool *nfc_unsafe)
 {
 	size_t i = 0;
+	bool unsafe = false;
 	while (i < n) {
 		/* ASCII run, 8 bytes at a time */
 		while (i + 8 <= n) {
@@ -109,9 +144,19 @@ bool hf_utf8_valid(const uint8_t *p, size_t n)
 		}
 		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
 			return false;
+		if (nfc_unsafe && !unsafe)
+			unsafe = (hf_uclass_stage2[(size_t)hf_uclass_stage1[cp >> 8] << 8 | (cp & 255)] &
+				  HF_UC_NFC_UNSAFE) != 0;
 		i += len;
 	}
+	if (nfc_unsafe)
+		*nfc_unsafe = unsafe;
 	return true;
+}
+
+bool hf_utf8_valid(const uint8_t *p, size_t n)
+{
+	return hf_utf8_check(p, n, NULL);
 }
 
 /* GPT-2 bytes_to_unicode: printable Latin-1 bytes ('!'..'~', '¡'..'¬',
