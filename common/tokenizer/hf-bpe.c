@@ -14,9 +14,10 @@
  * Llama's 3-digit split are short) use a linked list and a binary heap,
  * O(n log n). Both give the same result; the oracle tests cover both.
  *
- * A per-thread word cache (direct-mapped, keyed by the model's serial so a
- * reloaded model never sees stale entries) skips BPE for repeated words;
- * thread-local, so no locks and nothing shared between threads.
+ * Per-thread word caches (direct-mapped, keyed by the model's serial so a
+ * reloaded model never sees stale entries; short words inline, long ones as
+ * heap copies) skip BPE for repeated words; thread-local, so no locks and
+ * nothing shared between threads. They live as long as the thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,49 @@ struct cache_entry {
 };
 static __thread struct cache_entry *cache;
 static __thread bool cache_failed;
+
+/* words longer than CACHE_WORD (whitespace and punctuation runs, long
+ * identifiers): fewer slots, heap copies */
+#define LCACHE_BITS 10
+#define LCACHE_MAX_WORD 65536
+struct lcache_entry {
+	uint64_t serial, hash;
+	uint8_t *word;
+	uint32_t *ids;
+	uint32_t len, nids;
+};
+static __thread struct lcache_entry *lcache;
+
+static struct lcache_entry *lcache_slot(uint64_t h)
+{
+	if (!lcache) {
+		if (cache_failed)
+			return NULL;
+		lcache = calloc((size_t)1 << LCACHE_BITS, sizeof *lcache);
+		if (!lcache) {
+			cache_failed = true;
+			return NULL;
+		}
+	}
+	return &lcache[h >> (64 - LCACHE_BITS)];
+}
+
+static void lcache_store(struct lcache_entry *e, uint64_t serial, uint64_t h,
+			 const uint8_t *p, size_t n, const uint32_t *ids, size_t nids)
+{
+	uint8_t *w = malloc(n);
+	uint32_t *d = malloc(nids * sizeof *d + 1);
+	if (!w || !d) {
+		free(w);
+		free(d);
+		return;
+	}
+	free(e->word);
+	free(e->ids);
+	memcpy(w, p, n);
+	memcpy(d, ids, nids * sizeof *d);
+	*e = (struct lcache_entry){serial, h, w, d, (uint32_t)n, (uint32_t)nids};
+}
 
 static struct cache_entry *cache_slot(const uint8_t *p, size_t n)
 {
@@ -237,9 +281,19 @@ int hf_bpe_word(const struct hf_model *m, const uint8_t *p, size_t n,
 	uint32_t id = hf_vocab_find(&m->vocab, p, n);
 	if (id != HF_NO_ID && (m->ignore_merges || (m->vocab.flags[id] & HF_TOK_WHOLE)))
 		return sy_tokens_append(out, &id, 1);
-	if (n > SMALL)
-		return bpe_large(m, p, n, out);
-	struct cache_entry *ce = n <= CACHE_WORD ? cache_slot(p, n) : NULL;
+	if (n > CACHE_WORD) {
+		uint64_t h = n <= LCACHE_MAX_WORD ? hf_hash_bytes(p, n) : 0;
+		struct lcache_entry *le = h ? lcache_slot(h) : NULL;
+		if (le && le->serial == m->serial && le->hash == h && le->len == n &&
+		    memcmp(le->word, p, n) == 0)
+			return sy_tokens_append(out, le->ids, le->nids);
+		size_t mark = out->len;
+		int rc = n > SMALL ? bpe_large(m, p, n, out) : bpe_small(m, p, n, out);
+		if (rc == SY_OK && le)
+			lcache_store(le, m->serial, h, p, n, out->ids + mark, out->len - mark);
+		return rc;
+	}
+	struct cache_entry *ce = cache_slot(p, n);
 	if (ce && ce->serial == m->serial && ce->len == n && memcmp(ce->word, p, n) == 0)
 		return sy_tokens_append(out, ce->ids, ce->nids);
 	size_t mark = out->len;

@@ -40,6 +40,15 @@ struct hf_span {
 	uint32_t off, len;
 };
 
+/* A vocabulary hash slot: the token's first 8 bytes inline (so a lookup of
+ * a word of ≤ 8 bytes touches one cache line), a 24-bit hash tag and the
+ * length (≤ 255). id HF_NO_ID = empty. */
+struct hf_vslot {
+	uint64_t head;
+	uint32_t id;
+	uint32_t tag_len;
+};
+
 struct hf_vocab {
 	uint32_t n_ids;      /* max id + 1 */
 	struct hf_span *span; /* n_ids */
@@ -47,7 +56,7 @@ struct hf_vocab {
 	size_t blob_len, blob_cap;
 	uint8_t *flags;      /* n_ids HF_TOK_* */
 	/* open-addressing hash: bytes → id (model vocab only, not added) */
-	uint32_t *slots;     /* id or HF_NO_ID */
+	struct hf_vslot *slots;
 	uint32_t mask;
 	uint32_t byte_id[256]; /* id of each single byte */
 };

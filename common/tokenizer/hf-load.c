@@ -54,16 +54,41 @@ uint64_t hf_hash_bytes(const uint8_t *p, size_t n)
 	return XXH3_64bits(p, n);
 }
 
+/* First min(n, 8) bytes, zero-padded, as a little-endian word. */
+static inline uint64_t head8(const uint8_t *p, size_t n)
+{
+	uint64_t w = 0;
+	memcpy(&w, p, n < 8 ? n : 8);
+	return w;
+}
+
+/* Slot hash: short words mix their 8-byte head (no call), longer XXH3. */
+static inline uint64_t word_hash(const uint8_t *p, size_t n, uint64_t h8)
+{
+	if (n <= 8) {
+		uint64_t x = (h8 ^ (uint64_t)n << 59) * 0x9E3779B97F4A7C15ull;
+		return x ^ (x >> 29);
+	}
+	return hf_hash_bytes(p, n);
+}
+
 uint32_t hf_vocab_find(const struct hf_vocab *v, const uint8_t *p, size_t n)
 {
-	uint32_t i = (uint32_t)hf_hash_bytes(p, n) & v->mask;
+	if (n > 255)
+		return HF_NO_ID; /* no vocabulary token is that long (checked at load) */
+	uint64_t h8 = head8(p, n), h = word_hash(p, n, h8);
+	uint32_t tl = (uint32_t)(h >> 40) << 8 | (uint32_t)n, i = (uint32_t)h & v->mask;
 	for (;;) {
-		uint32_t id = v->slots[i];
-		if (id == HF_NO_ID)
+		const struct hf_vslot *s = &v->slots[i];
+		if (s->id == HF_NO_ID)
 			return HF_NO_ID;
-		const struct hf_span *s = &v->span[id];
-		if (s->len == n && memcmp(v->blob + s->off, p, n) == 0)
-			return id;
+		if (s->tag_len == tl && s->head == h8) {
+			if (n <= 8)
+				return s->id;
+			const struct hf_span *sp = &v->span[s->id];
+			if (memcmp(v->blob + sp->off + 8, p + 8, n - 8) == 0)
+				return s->id;
+		}
 		i = (i + 1) & v->mask;
 	}
 }
@@ -71,10 +96,12 @@ uint32_t hf_vocab_find(const struct hf_vocab *v, const uint8_t *p, size_t n)
 static void vocab_insert(struct hf_vocab *v, uint32_t id)
 {
 	const struct hf_span *s = &v->span[id];
-	uint32_t i = (uint32_t)hf_hash_bytes(v->blob + s->off, s->len) & v->mask;
-	while (v->slots[i] != HF_NO_ID)
+	const uint8_t *p = v->blob + s->off;
+	uint64_t h8 = head8(p, s->len), h = word_hash(p, s->len, h8);
+	uint32_t i = (uint32_t)h & v->mask;
+	while (v->slots[i].id != HF_NO_ID)
 		i = (i + 1) & v->mask;
-	v->slots[i] = id;
+	v->slots[i] = (struct hf_vslot){h8, id, (uint32_t)(h >> 40) << 8 | s->len};
 }
 
 /* Appends bytes to the blob; returns the offset or -1 on ENOMEM. */
@@ -179,6 +206,9 @@ static int load_vocab(struct load *L, json_t *model, json_t *added)
 		size_t kl = strlen(key);
 		uint32_t id = (uint32_t)json_integer_value(val);
 		long bl = kl <= sizeof buf ? bytelevel_decode(L, key, kl, buf) : -1;
+		if (bl > 255)
+			return fail(L, SY_EUNSUPPORTED,
+				    "tokenizer.json: vocab token \"%.40s\" longer than 255 bytes", key);
 		if (bl < 0)
 			return fail(L, SY_EUNSUPPORTED,
 				    "tokenizer.json: vocab token \"%.40s\" is not in the ByteLevel "
