@@ -19,6 +19,7 @@
  * heap copies) skip BPE for repeated words; thread-local, so no locks and
  * nothing shared between threads. They live as long as the thread.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,9 +55,40 @@ struct lcache_entry {
 };
 static __thread struct lcache_entry *lcache;
 
+/* Frees the calling thread's caches at its exit (pthread key destructor;
+ * thread-local storage is still valid while destructors run). */
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+static void caches_free(void *unused)
+{
+	(void)unused;
+	if (lcache)
+		for (size_t i = 0; i < (size_t)1 << LCACHE_BITS; i++) {
+			free(lcache[i].word);
+			free(lcache[i].ids);
+		}
+	free(lcache);
+	free(cache);
+	lcache = NULL;
+	cache = NULL;
+}
+
+static void cache_key_create(void)
+{
+	pthread_key_create(&cache_key, caches_free);
+}
+
+static void caches_register(void)
+{
+	pthread_once(&cache_key_once, cache_key_create);
+	pthread_setspecific(cache_key, (void *)1);
+}
+
 static struct lcache_entry *lcache_slot(uint64_t h)
 {
 	if (!lcache) {
+		caches_register();
 		if (cache_failed)
 			return NULL;
 		lcache = calloc((size_t)1 << LCACHE_BITS, sizeof *lcache);
@@ -90,6 +122,7 @@ static struct cache_entry *cache_slot(const uint8_t *p, size_t n)
 	if (!cache) {
 		if (cache_failed)
 			return NULL;
+		caches_register();
 		/* per thread, lives as long as the thread (≈ 1 MiB) */
 		cache = calloc((size_t)1 << CACHE_BITS, sizeof *cache);
 		if (!cache) {
