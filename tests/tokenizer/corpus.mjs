@@ -43,6 +43,8 @@ const fixed = {
   hangul_jamo: "\u1100\u1161\u11A8 \u1112\u1161\u11AB",
   combining_only: "\u0301\u0308 x\u0301\u0327",
   nfc_singletons: "\u212B \u2126 \u0344 \u0958",
+  nfc_windows: "\u0301abc \uAC00\u11A8 \u1100\u1161 x\u212Bx a\u0323\u0301 a\u0301\u0323 中\u0301 😀\u0308 e\u0301\u0301\u0301 end\u0301",
+  nfc_windows_many: "Voila\u0300 re\u0301sume\u0301, cafe\u0301 — 한\u11AB글 Ω\u0301 \u2126\u0301 ".repeat(5),
   special_tokens_qwen: "<|im_start|>user\nhi<|im_end|>\n<|endoftext|><think>x</think><tool_call>{}</tool_call>",
   special_tokens_llama: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|reserved_special_token_5|>",
   special_tokens_partial: "<|im_start <|im_end| <think <|begin_of_text| |>",
