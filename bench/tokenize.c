@@ -1,7 +1,10 @@
 /* bench/tokenize.c — single-core throughput of the "hf" tokenizer.
  *
- *   bench_tokenize TOKENIZER_DIR CORPUS.json [SECONDS]
+ *   bench_tokenize TOKENIZER_DIR CORPUS.json [SECONDS [segment-cache]]
  *
+ * Cold by default: the per-thread segment cache (tokenizer.h) is off, since
+ * every pass repeats the same documents; "segment-cache" measures the warm
+ * case (a conversation whose earlier turns were seen).
  * CORPUS.json is a JSON array of documents (bench/tokenize_corpus.mjs).
  * Every document is encoded (add_special_tokens=false) in a loop for about
  * SECONDS (default 3) after one warm-up pass; prints MB/s, ns/token and the
@@ -13,6 +16,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/tokenizer/tokenizer.h"
@@ -36,7 +40,9 @@ int main(int argc, char **argv)
 	struct sy_tokenizer *tok;
 	char err[512];
 	double t0 = now();
-	if (sy_tokenizer_open("hf", argv[1], &tok, err, sizeof err)) {
+	bool warm = argc > 4 && strcmp(argv[4], "segment-cache") == 0;
+	if (sy_tokenizer_open_ex("hf", argv[1], warm ? 0 : SY_TOKENIZER_NO_SEGMENT_CACHE, &tok,
+				 err, sizeof err)) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
@@ -70,9 +76,9 @@ int main(int argc, char **argv)
 	} while (el < secs);
 	double mbs = (double)bytes * (double)passes / el / 1e6;
 	double ns_tok = el * 1e9 / ((double)tokens * (double)passes);
-	printf("switchyard hf: %.1f MB/s, %.1f ns/token (%zu docs, %zu bytes, %zu tokens/pass, "
+	printf("switchyard hf%s: %.1f MB/s, %.1f ns/token (%zu docs, %zu bytes, %zu tokens/pass, "
 	       "%zu passes; open %.2f s)\n",
-	       mbs, ns_tok, n, bytes, tokens, passes, t_open);
+	       warm ? " (segment cache)" : "", mbs, ns_tok, n, bytes, tokens, passes, t_open);
 	sy_tokens_free(&ids);
 	json_decref(docs);
 	sy_tokenizer_close(tok);

@@ -166,6 +166,7 @@ struct hf_model {
 	struct hf_added *added_store;
 	struct hf_post post;
 	uint64_t serial;            /* unique per load: keys thread-local caches */
+	bool segment_cache;         /* reuse ids of repeated segments (hf.c) */
 };
 
 /* Loads tokenizer.json at `path` into m (zeroed by the caller). On failure

@@ -8,9 +8,13 @@
  * Decode = Tokenizer::decode with the ByteLevel decoder: token bytes are
  * concatenated and invalid UTF-8 is replaced by U+FFFD per maximal subpart
  * (Rust String::from_utf8_lossy).
+ * A per-thread segment cache reuses the ids of text between added tokens
+ * (message bodies of rendered chats) seen before; off with
+ * SY_TOKENIZER_NO_SEGMENT_CACHE.
  * Chat rendering: the chat template of tokenizer_config.json, identified by
  * fingerprint (chat-template.h).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +77,80 @@ static int encode_segment(const struct hf_model *m, const uint8_t *p, size_t n,
 	return rc;
 }
 
+/* ---- per-thread segment cache (DESIGN §8: per-message token cache) ----
+ *
+ * Added tokens cut the text into segments that tokenize independently; in a
+ * rendered chat every message body is such a segment ("user\n…" between
+ * <|im_start|> and <|im_end|>), so the ids of a segment seen before — the
+ * system prompt and earlier turns of a conversation — are reused. Exact:
+ * a hit compares the whole segment. Direct-mapped, per thread (no locks),
+ * bounded: SEG_SLOTS entries of at most SEG_MAX bytes; freed at thread exit
+ * with the word caches' key. */
+#define SEG_BITS 9
+#define SEG_MIN 64
+#define SEG_MAX 16384
+struct seg_entry {
+	uint64_t serial, hash;
+	uint8_t *text;
+	uint32_t *ids;
+	uint32_t len, nids;
+};
+static __thread struct seg_entry *seg_cache;
+static pthread_key_t seg_key;
+static pthread_once_t seg_once = PTHREAD_ONCE_INIT;
+
+static void seg_free(void *unused)
+{
+	(void)unused;
+	for (size_t i = 0; seg_cache && i < (size_t)1 << SEG_BITS; i++) {
+		free(seg_cache[i].text);
+		free(seg_cache[i].ids);
+	}
+	free(seg_cache);
+	seg_cache = NULL;
+}
+
+static void seg_key_create(void)
+{
+	pthread_key_create(&seg_key, seg_free);
+}
+
+static int encode_segment_cached(const struct hf_model *m, const uint8_t *p, size_t n,
+				 struct sy_tokens *out)
+{
+	if (!m->segment_cache || n < SEG_MIN || n > SEG_MAX)
+		return encode_segment(m, p, n, out);
+	if (!seg_cache) {
+		pthread_once(&seg_once, seg_key_create);
+		seg_cache = calloc((size_t)1 << SEG_BITS, sizeof *seg_cache);
+		if (!seg_cache)
+			return encode_segment(m, p, n, out);
+		pthread_setspecific(seg_key, (void *)1);
+	}
+	uint64_t h = hf_hash_bytes(p, n);
+	struct seg_entry *e = &seg_cache[h >> (64 - SEG_BITS)];
+	if (e->serial == m->serial && e->hash == h && e->len == n && memcmp(e->text, p, n) == 0)
+		return sy_tokens_append(out, e->ids, e->nids);
+	size_t mark = out->len;
+	int rc = encode_segment(m, p, n, out);
+	if (rc)
+		return rc;
+	size_t k = out->len - mark;
+	uint8_t *t = malloc(n);
+	uint32_t *ids = malloc(k * sizeof *ids + 1);
+	if (t && ids) {
+		free(e->text);
+		free(e->ids);
+		memcpy(t, p, n);
+		memcpy(ids, out->ids + mark, k * sizeof *ids);
+		*e = (struct seg_entry){m->serial, h, t, ids, (uint32_t)n, (uint32_t)k};
+	} else {
+		free(t);
+		free(ids);
+	}
+	return SY_OK;
+}
+
 int hf_encode_text(const struct hf_model *m, const uint8_t *p, size_t n,
 		   struct sy_tokens *out)
 {
@@ -82,12 +160,12 @@ int hf_encode_text(const struct hf_model *m, const uint8_t *p, size_t n,
 	const struct hf_added *a;
 	int rc = SY_OK;
 	while (hf_added_find(&m->added_raw, p, n, pos, &at, &a)) {
-		if ((rc = encode_segment(m, p + pos, at - pos, out)) ||
+		if ((rc = encode_segment_cached(m, p + pos, at - pos, out)) ||
 		    (rc = sy_tokens_append(out, &a->id, 1)))
 			return rc;
 		pos = at + a->len;
 	}
-	return encode_segment(m, p + pos, n - pos, out);
+	return encode_segment_cached(m, p + pos, n - pos, out);
 }
 
 static int hf_op_encode_text(const struct sy_tokenizer *tok, const char *text,
@@ -260,6 +338,7 @@ int sy_tokenizer_hf_open(const char *path, unsigned flags, struct sy_tokenizer *
 	if (!h)
 		return SY_ENOMEM;
 	h->base.ops = &hf_ops;
+	h->model.segment_cache = !(flags & SY_TOKENIZER_NO_SEGMENT_CACHE);
 	h->model.serial = atomic_fetch_add(&serials, 1) + 1;
 	char file[4096];
 	snprintf(file, sizeof file, "%s/tokenizer.json", path);

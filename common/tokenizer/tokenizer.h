@@ -176,8 +176,17 @@ int sy_tokenizer_open(const char *kind, const char *path,
 /* Open flags. CHAT_TEMPLATE_FALLBACK (`--chat-template-fallback`): an "hf"
  * chat template that no built-in renderer recognises renders as plain
  * ChatML (tokenizer.h above) instead of failing open; the template name is
- * then "chatml-fallback". */
-enum { SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK = 1u << 0 };
+ * then "chatml-fallback". NO_SEGMENT_CACHE: below. */
+enum {
+	SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK = 1u << 0,
+	/* "hf": no per-thread segment cache. By default the ids of text between
+	 * added tokens (each message body of a rendered chat) of at least 64
+	 * and at most 16 KiB bytes are kept per thread (512 entries, exact:
+	 * compared in full on a hit), so a conversation's earlier turns and a
+	 * shared system prompt are not tokenized again (DESIGN.md §8).
+	 * Benchmarks of cold tokenization set this. */
+	SY_TOKENIZER_NO_SEGMENT_CACHE = 1u << 1,
+};
 
 /* sy_tokenizer_open() with flags (SY_TOKENIZER_*). */
 int sy_tokenizer_open_ex(const char *kind, const char *path, unsigned flags,
