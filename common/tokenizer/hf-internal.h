@@ -115,6 +115,8 @@ struct hf_added_set {
 	uint32_t n;
 	uint32_t first[257];    /* toks index range per first byte: first[b]..first[b+1] */
 	bool can_start[256];
+	bool has_len1[256];     /* a one-byte token starts with this byte */
+	uint8_t pair[8192];     /* bit (b0 << 8 | b1): some token starts with b0 b1 */
 };
 
 /* Finds the leftmost-longest added token in p[0..n) at or after `from`.

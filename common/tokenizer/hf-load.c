@@ -357,6 +357,14 @@ static void build_set(struct hf_added_set *s, struct hf_added *toks, uint32_t n)
 		if (b < 256)
 			s->can_start[b] = s->first[b] != k;
 	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (toks[i].len == 1) {
+			s->has_len1[toks[i].content[0]] = true;
+			continue;
+		}
+		unsigned pb = (unsigned)toks[i].content[0] << 8 | toks[i].content[1];
+		s->pair[pb >> 3] |= (uint8_t)(1u << (pb & 7));
+	}
 }
 
 static int load_added(struct load *L, json_t *root)
