@@ -114,7 +114,7 @@ function randomCases(n, seed) {
 }
 
 export function textCases() {
-  return { ...fixed, ...longCases(), ...randomCases(400, 12345) };
+  return { ...fixed, ...longCases(), ...randomCases(800, 12345) };
 }
 
 // ---- chat requests (OpenAI form, as a client sends them) ----
@@ -297,6 +297,35 @@ export function chatCases() {
         { role: "assistant", content: "" },
         { role: "user", content: "" },
       ],
+    },
+    chat_tool_message_first: {
+      messages: [
+        { role: "tool", tool_call_id: "x", content: "orphan result" },
+        { role: "tool", tool_call_id: "y", content: "second result" },
+        { role: "user", content: "what now?" },
+      ],
+    },
+    chat_unknown_role_and_name: {
+      messages: [
+        { role: "developer", content: "dev note" },
+        { role: "user", name: "alice", content: "hi from alice" },
+        { role: "assistant", content: "hello alice" },
+      ],
+    },
+    chat_assistant_last_no_think_after_query: {
+      messages: [
+        { role: "user", content: "continue this" },
+        { role: "assistant", content: "Once upon a time" },
+      ],
+      add_generation_prompt: false,
+    },
+    chat_tools_and_thinking_off: {
+      messages: [
+        { role: "system", content: "sys" },
+        { role: "user", content: "go" },
+      ],
+      tools: [unicodeTool],
+      chat_template_kwargs: { enable_thinking: false },
     },
     chat_long_conversation: {
       messages: Array.from({ length: 24 }, (_, i) => ({
