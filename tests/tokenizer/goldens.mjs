@@ -1,4 +1,4 @@
-// tests/tokenizer/goldens.mjs CACHE_DIR MODEL_DIR OUT.json — golden outputs
+// tests/tokenizer/goldens.mjs CACHE_DIR MODEL_DIR OUT.json [DOCS.json] — golden outputs
 // from the reference implementations: token ids from Hugging Face's Rust
 // tokenizer (npm `tokenizers`, encode with add_special_tokens false, and
 // true for "prompt" cases), chat text from @huggingface/jinja rendering the
@@ -16,7 +16,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { textCases, chatCases } from "./corpus.mjs";
 
-const [cacheDir, modelDir, outFile] = process.argv.slice(2);
+const [cacheDir, modelDir, outFile, extraFile] = process.argv.slice(2);
 const require = createRequire(path.resolve(cacheDir, "node_modules", "x.js"));
 const { Tokenizer } = require("tokenizers");
 const { Template } = require("@huggingface/jinja");
@@ -67,6 +67,10 @@ for (const [name, text] of Object.entries(textCases())) {
   if (name.startsWith("ascii") || name.startsWith("cjk") || name === "empty" || name.startsWith("special"))
     cases.push({ name: name + "/prompt", kind: "prompt", text, ids: await ids(text, true) });
 }
+// optional extra documents (a JSON array of strings), e.g. the benchmark corpus
+if (extraFile)
+  for (const [i, text] of JSON.parse(fs.readFileSync(extraFile, "utf8")).entries())
+    cases.push({ name: `doc_${i}`, kind: "text", text, ids: await ids(text, false) });
 for (const [name, request] of Object.entries(chatCases())) {
   const rendered = template.render(sglangInputs(request));
   cases.push({ name, kind: "chat", request, rendered, ids: await ids(rendered, false) });

