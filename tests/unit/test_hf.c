@@ -226,6 +226,47 @@ START_TEST(test_decode_is_lossy_utf8_and_can_skip_specials)
 }
 END_TEST
 
+START_TEST(test_normalized_added_token_matches_after_nfc)
+{
+	json_t *t = base_tokenizer();
+	json_t *y = json_array_get(json_object_get(t, "added_tokens"), 1);
+	json_object_set_new(y, "content", json_string("\xC3\xA9!")); /* "é!" */
+	json_object_set_new(y, "normalized", json_true());
+	write_dir(t, "x");
+	struct sy_tokenizer *tok = NULL;
+	char err[512];
+	int rc = sy_tokenizer_open_ex("hf", dir, SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK, &tok, err,
+				      sizeof err);
+	remove_dir();
+	ck_assert_msg(rc == SY_OK, "%s", err);
+	expect_ids(tok, "ae\xCC\x81!", 5, IDS('a', 301)); /* e + U+0301 → é, then "é!" */
+	expect_ids(tok, "a\xC3\xA9!", 4, IDS('a', 301));
+	sy_tokenizer_close(tok);
+}
+END_TEST
+
+START_TEST(test_segment_cache_is_exact_and_per_tokenizer)
+{
+	struct sy_tokenizer *a = open_fixture(), *b = open_fixture();
+	char seg[200];
+	memset(seg, 'a', sizeof seg);
+	memcpy(seg + 100, "abc", 3);
+	struct sy_tokens t1 = {0}, t2 = {0}, t3 = {0};
+	ck_assert_int_eq(sy_tokenizer_encode_text(a, seg, sizeof seg, &t1), SY_OK);
+	ck_assert_int_eq(sy_tokenizer_encode_text(a, seg, sizeof seg, &t2), SY_OK); /* hit */
+	seg[150] = 'b'; /* same length and hash slot candidates, different text */
+	ck_assert_int_eq(sy_tokenizer_encode_text(b, seg, sizeof seg, &t3), SY_OK);
+	ck_assert_uint_eq(t1.len, t2.len);
+	ck_assert_mem_eq(t1.ids, t2.ids, t1.len * sizeof t1.ids[0]);
+	ck_assert(t3.len != t1.len || memcmp(t1.ids, t3.ids, t1.len * 4) != 0);
+	sy_tokens_free(&t1);
+	sy_tokens_free(&t2);
+	sy_tokens_free(&t3);
+	sy_tokenizer_close(a);
+	sy_tokenizer_close(b);
+}
+END_TEST
+
 /* ---- unsupported components: load errors naming them ---- */
 
 static void expect_open_error(json_t *tokenizer, const char *tmpl, unsigned flags, int want,
@@ -383,6 +424,8 @@ int main(void)
 	tcase_add_test(t, test_invalid_utf8_is_emalformed_and_leaves_out);
 	tcase_add_test(t, test_encode_prompt_adds_the_template_special_token);
 	tcase_add_test(t, test_decode_is_lossy_utf8_and_can_skip_specials);
+	tcase_add_test(t, test_normalized_added_token_matches_after_nfc);
+	tcase_add_test(t, test_segment_cache_is_exact_and_per_tokenizer);
 	tcase_add_test(t, test_unsupported_components_are_named_at_load);
 	tcase_add_test(t, test_unknown_chat_template_fails_unless_fallback);
 	tcase_add_test(t, test_tojson_writes_python_json_dumps);
