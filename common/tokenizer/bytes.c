@@ -46,9 +46,10 @@ static int tokens_emit(void *ctx, const char *p, size_t len)
 
 static int bytes_encode_chat(const struct sy_tokenizer *tok,
 			     const struct sy_chat_message *msgs, size_t n,
-			     bool add_generation_prompt, struct sy_tokens *out)
+			     const struct sy_chat_opts *opts, struct sy_tokens *out)
 {
 	(void)tok;
+	bool add_generation_prompt = opts->add_generation_prompt;
 	size_t len;
 	int rc = sy_chatml_length(msgs, n, add_generation_prompt, &len);
 	if (rc == SY_OK)

@@ -6,8 +6,8 @@
  * output container's length when an op fails, and supplies defaults:
  * render_chat = the plain ChatML rendering, encode_chat = encode_text of the
  * rendered text. A kind overrides encode_chat when it can do better (bytes:
- * no intermediate text; hf later: a per-message token cache). An op that a
- * kind lacks (NULL encode_text / decode) is SY_EUNSUPPORTED.
+ * no intermediate text). An op that a kind lacks (NULL encode_text /
+ * decode) is SY_EUNSUPPORTED.
  * Ops receive validated arguments: non-NULL tok and out, spans with
  * ptr != NULL or len == 0, every role non-empty.
  */
@@ -20,14 +20,22 @@ struct sy_tokenizer_ops {
 	const char *kind; /* static name, as passed to sy_tokenizer_open() */
 	int (*encode_text)(const struct sy_tokenizer *tok, const char *text,
 			   size_t len, struct sy_tokens *out);
+	/* add_special_tokens=true; NULL = encode_text */
+	int (*encode_prompt)(const struct sy_tokenizer *tok, const char *text,
+			     size_t len, struct sy_tokens *out);
 	int (*encode_chat)(const struct sy_tokenizer *tok,
 			   const struct sy_chat_message *msgs, size_t n,
-			   bool add_generation_prompt, struct sy_tokens *out);
+			   const struct sy_chat_opts *opts, struct sy_tokens *out);
 	int (*render_chat)(const struct sy_tokenizer *tok,
 			   const struct sy_chat_message *msgs, size_t n,
-			   bool add_generation_prompt, struct sy_textbuf *out);
+			   const struct sy_chat_opts *opts, struct sy_textbuf *out);
 	int (*decode)(const struct sy_tokenizer *tok, const uint32_t *ids,
 		      size_t n, struct sy_textbuf *out);
+	/* NULL = decode (skip_special ignored) */
+	int (*decode_ex)(const struct sy_tokenizer *tok, const uint32_t *ids,
+			 size_t n, bool skip_special, struct sy_textbuf *out);
+	/* NULL = "chatml" */
+	const char *(*template_name)(const struct sy_tokenizer *tok);
 	void (*close)(struct sy_tokenizer *tok); /* frees tok and its state */
 };
 
@@ -53,5 +61,7 @@ int sy_tokenizer_bytes_open(const char *path, struct sy_tokenizer **out,
 			    char *errbuf, size_t errcap);
 int sy_tokenizer_off_open(const char *path, struct sy_tokenizer **out,
 			  char *errbuf, size_t errcap);
+int sy_tokenizer_hf_open(const char *path, unsigned flags, struct sy_tokenizer **out,
+			 char *errbuf, size_t errcap); /* hf.c */
 
 #endif

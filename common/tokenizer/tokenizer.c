@@ -208,7 +208,8 @@ static int check_messages(const struct sy_chat_message *msgs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct sy_chat_message *m = &msgs[i];
 		if (m->role.len == 0 || !span_ok(&m->role) || !span_ok(&m->content) ||
-		    !span_ok(&m->name) || !span_ok(&m->tool_call_id))
+		    !span_ok(&m->name) || !span_ok(&m->tool_call_id) ||
+		    !span_ok(&m->tool_calls) || !span_ok(&m->reasoning_content))
 			return SY_EINVAL;
 	}
 	return SY_OK;
@@ -229,8 +230,8 @@ static void set_err(char *errbuf, size_t errcap, const char *fmt, ...)
 	va_end(ap);
 }
 
-int sy_tokenizer_open(const char *kind, const char *path,
-		      struct sy_tokenizer **out, char *errbuf, size_t errcap)
+int sy_tokenizer_open_ex(const char *kind, const char *path, unsigned flags,
+			 struct sy_tokenizer **out, char *errbuf, size_t errcap)
 {
 	if (errbuf && errcap)
 		errbuf[0] = '\0';
@@ -248,15 +249,22 @@ int sy_tokenizer_open(const char *kind, const char *path,
 	if (strcmp(kind, "off") == 0)
 		return sy_tokenizer_off_open(path, out, errbuf, errcap);
 	if (strcmp(kind, "hf") == 0) {
-		set_err(errbuf, errcap,
-			"tokenizer kind \"hf\" (HF tokenizer.json BPE + chat template) is "
-			"not implemented yet: it arrives with the later HF tokenizer issue; "
-			"use \"bytes\" or \"off\"");
-		return SY_EUNSUPPORTED;
+		char dummy[1];
+		if (!errbuf || !errcap) { /* hf always writes its reason somewhere */
+			errbuf = dummy;
+			errcap = sizeof dummy;
+		}
+		return sy_tokenizer_hf_open(path, flags, out, errbuf, errcap);
 	}
 	set_err(errbuf, errcap, "unknown tokenizer kind \"%.64s\" (expected bytes, hf or off)",
 		kind);
 	return SY_EINVAL;
+}
+
+int sy_tokenizer_open(const char *kind, const char *path,
+		      struct sy_tokenizer **out, char *errbuf, size_t errcap)
+{
+	return sy_tokenizer_open_ex(kind, path, 0, out, errbuf, errcap);
 }
 
 void sy_tokenizer_close(struct sy_tokenizer *tok)
@@ -268,6 +276,13 @@ void sy_tokenizer_close(struct sy_tokenizer *tok)
 const char *sy_tokenizer_kind(const struct sy_tokenizer *tok)
 {
 	return tok ? tok->ops->kind : "none";
+}
+
+const char *sy_tokenizer_chat_template(const struct sy_tokenizer *tok)
+{
+	if (!tok)
+		return "none";
+	return tok->ops->template_name ? tok->ops->template_name(tok) : "chatml";
 }
 
 bool sy_tokenizer_has_ids(const struct sy_tokenizer *tok)
@@ -289,20 +304,39 @@ int sy_tokenizer_encode_text(const struct sy_tokenizer *tok, const char *text,
 	return rc;
 }
 
-int sy_tokenizer_render_chat(const struct sy_tokenizer *tok,
-			     const struct sy_chat_message *msgs, size_t n,
-			     bool add_generation_prompt, struct sy_textbuf *out)
+int sy_tokenizer_encode_prompt(const struct sy_tokenizer *tok, const char *text,
+			       size_t len, struct sy_tokens *out)
 {
-	if (!tok || !out)
+	if (!tok || !out || (!text && len))
+		return SY_EINVAL;
+	if (!tok->ops->encode_prompt)
+		return sy_tokenizer_encode_text(tok, text, len, out);
+	size_t mark = out->len;
+	int rc = tok->ops->encode_prompt(tok, text, len, out);
+	if (rc)
+		out->len = mark;
+	return rc;
+}
+
+static bool opts_ok(const struct sy_chat_opts *o)
+{
+	return o && span_ok(&o->tools) && span_ok(&o->template_kwargs);
+}
+
+int sy_tokenizer_render_chat_ex(const struct sy_tokenizer *tok,
+				const struct sy_chat_message *msgs, size_t n,
+				const struct sy_chat_opts *opts, struct sy_textbuf *out)
+{
+	if (!tok || !out || !opts_ok(opts))
 		return SY_EINVAL;
 	int rc = check_messages(msgs, n);
 	if (rc)
 		return rc;
 	size_t mark = out->len;
 	if (tok->ops->render_chat)
-		rc = tok->ops->render_chat(tok, msgs, n, add_generation_prompt, out);
+		rc = tok->ops->render_chat(tok, msgs, n, opts, out);
 	else
-		rc = chatml_render(msgs, n, add_generation_prompt, out);
+		rc = chatml_render(msgs, n, opts->add_generation_prompt, out);
 	if (rc) {
 		out->len = mark;
 		if (out->cap)
@@ -311,11 +345,19 @@ int sy_tokenizer_render_chat(const struct sy_tokenizer *tok,
 	return rc;
 }
 
-int sy_tokenizer_encode_chat(const struct sy_tokenizer *tok,
+int sy_tokenizer_render_chat(const struct sy_tokenizer *tok,
 			     const struct sy_chat_message *msgs, size_t n,
-			     bool add_generation_prompt, struct sy_tokens *out)
+			     bool add_generation_prompt, struct sy_textbuf *out)
 {
-	if (!tok || !out)
+	struct sy_chat_opts o = {.add_generation_prompt = add_generation_prompt};
+	return sy_tokenizer_render_chat_ex(tok, msgs, n, &o, out);
+}
+
+int sy_tokenizer_encode_chat_ex(const struct sy_tokenizer *tok,
+				const struct sy_chat_message *msgs, size_t n,
+				const struct sy_chat_opts *opts, struct sy_tokens *out)
+{
+	if (!tok || !out || !opts_ok(opts))
 		return SY_EINVAL;
 	int rc = check_messages(msgs, n);
 	if (rc)
@@ -324,11 +366,11 @@ int sy_tokenizer_encode_chat(const struct sy_tokenizer *tok,
 		return SY_EUNSUPPORTED;
 	size_t mark = out->len;
 	if (tok->ops->encode_chat) {
-		rc = tok->ops->encode_chat(tok, msgs, n, add_generation_prompt, out);
+		rc = tok->ops->encode_chat(tok, msgs, n, opts, out);
 	} else {
 		struct sy_textbuf text;
 		sy_textbuf_init(&text);
-		rc = sy_tokenizer_render_chat(tok, msgs, n, add_generation_prompt, &text);
+		rc = sy_tokenizer_render_chat_ex(tok, msgs, n, opts, &text);
 		if (rc == SY_OK)
 			rc = tok->ops->encode_text(tok, text.data, text.len, out);
 		sy_textbuf_free(&text);
@@ -338,19 +380,34 @@ int sy_tokenizer_encode_chat(const struct sy_tokenizer *tok,
 	return rc;
 }
 
-int sy_tokenizer_decode(const struct sy_tokenizer *tok, const uint32_t *ids,
-			size_t n, struct sy_textbuf *out)
+int sy_tokenizer_encode_chat(const struct sy_tokenizer *tok,
+			     const struct sy_chat_message *msgs, size_t n,
+			     bool add_generation_prompt, struct sy_tokens *out)
+{
+	struct sy_chat_opts o = {.add_generation_prompt = add_generation_prompt};
+	return sy_tokenizer_encode_chat_ex(tok, msgs, n, &o, out);
+}
+
+int sy_tokenizer_decode_ex(const struct sy_tokenizer *tok, const uint32_t *ids,
+			   size_t n, bool skip_special, struct sy_textbuf *out)
 {
 	if (!tok || !out || (!ids && n))
 		return SY_EINVAL;
 	if (!tok->ops->decode)
 		return SY_EUNSUPPORTED;
 	size_t mark = out->len;
-	int rc = tok->ops->decode(tok, ids, n, out);
+	int rc = tok->ops->decode_ex ? tok->ops->decode_ex(tok, ids, n, skip_special, out)
+				     : tok->ops->decode(tok, ids, n, out);
 	if (rc) {
 		out->len = mark;
 		if (out->cap)
 			out->data[mark] = '\0';
 	}
 	return rc;
+}
+
+int sy_tokenizer_decode(const struct sy_tokenizer *tok, const uint32_t *ids,
+			size_t n, struct sy_textbuf *out)
+{
+	return sy_tokenizer_decode_ex(tok, ids, n, false, out);
 }

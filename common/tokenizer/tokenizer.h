@@ -7,9 +7,14 @@
  *   "bytes"  token id = each byte of the UTF-8 text (0..255); decode gives the
  *            bytes back. Path ignored. Chat messages are rendered with the
  *            plain ChatML rendering below, then tokenized byte by byte.
- *   "hf"     HF tokenizer.json BPE + the model's chat template. Not built
- *            yet: open returns SY_EUNSUPPORTED with a message naming the
- *            later HF tokenizer issue. It will plug in behind the same ops.
+ *   "hf"     a Hugging Face tokenizer directory: tokenizer.json (byte-level
+ *            BPE: Qwen 2/3, Llama 3, GPT-2 style) + tokenizer_config.json
+ *            (chat_template, bos/eos tokens). Token ids equal HF tokenizers'
+ *            (Rust) encode(text, add_special_tokens=false); chat text equals
+ *            what the model's Jinja chat template renders (built-in C
+ *            renderers chosen by the template's fingerprint; see
+ *            docs/tokenizer.md). Open fails with a message naming any
+ *            unsupported component or unknown chat template.
  *   "off"    no tokenizer. Open succeeds and returns a tokenizer whose
  *            encode and decode calls return SY_EUNSUPPORTED (leaving `out`
  *            unchanged); render_chat still works, so a caller can estimate
@@ -35,7 +40,9 @@
  * Errors: 0 on success or a negative sy_err (common/errors.h): SY_EINVAL
  * (bad argument, unknown kind, empty role), SY_ENOMEM, SY_ERANGE (size
  * overflow, or decode of an id the tokenizer does not have),
- * SY_EUNSUPPORTED (kind not built, or no ids with "off").
+ * SY_EUNSUPPORTED (component not supported, or no ids with "off"),
+ * SY_EMALFORMED (text that is not valid UTF-8 given to "hf"; malformed
+ * JSON in tools / tool_calls / template kwargs).
  */
 #ifndef SY_COMMON_TOKENIZER_H
 #define SY_COMMON_TOKENIZER_H
@@ -106,17 +113,47 @@ struct sy_chat_span {
  * Initialise with designated initialisers so that fields added later read
  * as absent (len 0):
  *   role          required, non-empty ("system", "user", "assistant", ...)
- *   content       text content, may be empty
+ *   content       text content (JSON string already unescaped), may be
+ *                 empty; a JSON null content is given as empty
  *   name          optional participant name — not rendered by ChatML; for
  *                 hf chat templates that use it
  *   tool_call_id  optional, for role "tool" — not rendered by ChatML; for hf
  *                 chat templates
- * Tool calls and multi-part content will be added as further fields. */
+ *   tool_calls    optional, role "assistant": the RAW JSON text of the
+ *                 message's OpenAI `tool_calls` array (still escaped, as in
+ *                 the body), e.g. [{"id":"c1","type":"function","function":
+ *                 {"name":"f","arguments":"{\"x\": 1}"}}]; len 0 = none.
+ *                 Rendered by hf templates as SGLang does (arguments parsed
+ *                 from their JSON string into an object, then tojson).
+ *   reasoning_content  optional, role "assistant" (Qwen3 thinking): present
+ *                 when ptr != NULL (even with len 0), absent when ptr NULL.
+ * Multi-part content arrays are not represented: a caller joins text parts
+ * or falls back. Added in issue 7: tool_calls, reasoning_content. */
 struct sy_chat_message {
 	struct sy_chat_span role;
 	struct sy_chat_span content;
 	struct sy_chat_span name;
 	struct sy_chat_span tool_call_id;
+	struct sy_chat_span tool_calls;
+	struct sy_chat_span reasoning_content;
+};
+
+/* Request-level inputs of a chat rendering (all spans borrowed; zero-
+ * initialise, then set what the request has):
+ *   add_generation_prompt  append the assistant header (chat completions)
+ *   tools           RAW JSON text of the request's OpenAI `tools` array
+ *                   ([{"type":"function","function":{...}}]); len 0 = none.
+ *                   Rendered as SGLang passes them to the template: each
+ *                   tool's function as {"description","name","parameters",
+ *                   "strict"} in that order (missing → null, strict false).
+ *   template_kwargs RAW JSON object `chat_template_kwargs`, e.g.
+ *                   {"enable_thinking": false}; len 0 = none. Keys a
+ *                   family does not use are ignored.
+ * Malformed JSON in tools/tool_calls/template_kwargs → SY_EMALFORMED. */
+struct sy_chat_opts {
+	bool add_generation_prompt;
+	struct sy_chat_span tools;
+	struct sy_chat_span template_kwargs;
 };
 
 /* ---- tokenizers ---- */
@@ -128,10 +165,36 @@ struct sy_tokenizer; /* opaque; see common/tokenizer/tokenizer-impl.h */
  * stores it in *out (release with sy_tokenizer_close()) and returns 0. On
  * failure *out is NULL, a one-line reason is written to errbuf (NUL-
  * terminated, truncated to errcap; errbuf may be NULL when errcap is 0) and
- * the result is SY_EINVAL (NULL/unknown kind), SY_EUNSUPPORTED ("hf" before
- * its issue lands) or SY_ENOMEM. */
+ * the result is SY_EINVAL (NULL/unknown kind, no path for "hf"),
+ * SY_EUNSUPPORTED ("hf": a tokenizer.json component or a chat template this
+ * code does not implement — the message names it), SY_EMALFORMED / SY_EIO
+ * (unreadable or invalid files) or SY_ENOMEM. Opening "hf" takes about a
+ * second (11 MB of JSON); do it at start-up, then share or fork. */
 int sy_tokenizer_open(const char *kind, const char *path,
 		      struct sy_tokenizer **out, char *errbuf, size_t errcap);
+
+/* Open flags. CHAT_TEMPLATE_FALLBACK (`--chat-template-fallback`): an "hf"
+ * chat template that no built-in renderer recognises renders as plain
+ * ChatML (tokenizer.h above) instead of failing open; the template name is
+ * then "chatml-fallback". NO_SEGMENT_CACHE: below. */
+enum {
+	SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK = 1u << 0,
+	/* "hf": no per-thread segment cache. By default the ids of text between
+	 * added tokens (each message body of a rendered chat) of at least 64
+	 * and at most 16 KiB bytes are kept per thread (512 entries, exact:
+	 * compared in full on a hit), so a conversation's earlier turns and a
+	 * shared system prompt are not tokenized again (DESIGN.md §8).
+	 * Benchmarks of cold tokenization set this. */
+	SY_TOKENIZER_NO_SEGMENT_CACHE = 1u << 1,
+};
+
+/* sy_tokenizer_open() with flags (SY_TOKENIZER_*). */
+int sy_tokenizer_open_ex(const char *kind, const char *path, unsigned flags,
+			 struct sy_tokenizer **out, char *errbuf, size_t errcap);
+
+/* Name of the chat rendering in use: "chatml" (bytes, off), or for "hf" the
+ * recognised family ("qwen3", "llama3", ...) or "chatml-fallback". Static. */
+const char *sy_tokenizer_chat_template(const struct sy_tokenizer *tok);
 
 /* Releases `tok` (NULL is a no-op). */
 void sy_tokenizer_close(struct sy_tokenizer *tok);
@@ -147,6 +210,13 @@ bool sy_tokenizer_has_ids(const struct sy_tokenizer *tok);
  * SY_EUNSUPPORTED ("off"). */
 int sy_tokenizer_encode_text(const struct sy_tokenizer *tok, const char *text,
 			     size_t len, struct sy_tokens *out);
+
+/* Appends the ids of a completions `prompt` as the engine tokenizes it
+ * (HF encode with add_special_tokens=true: the post-processor's tokens, e.g.
+ * Llama 3's <|begin_of_text|>, around the text). "bytes": as encode_text.
+ * Errors as encode_text. */
+int sy_tokenizer_encode_prompt(const struct sy_tokenizer *tok, const char *text,
+			       size_t len, struct sy_tokens *out);
 
 /* Appends the ids of the rendered chat (`n` messages, borrowed; with the
  * assistant generation prompt when add_generation_prompt) to `out`: exactly
@@ -164,10 +234,29 @@ int sy_tokenizer_render_chat(const struct sy_tokenizer *tok,
 			     const struct sy_chat_message *msgs, size_t n,
 			     bool add_generation_prompt, struct sy_textbuf *out);
 
+/* The chat functions with request-level options (tools, template kwargs;
+ * struct sy_chat_opts). encode_chat_ex = encode_text(render_chat_ex(...)),
+ * which is what SGLang's engine prefills for a chat request (the template
+ * writes any BOS itself). Errors as the plain versions, plus SY_EMALFORMED
+ * for malformed JSON in opts or in a message's tool_calls. */
+int sy_tokenizer_render_chat_ex(const struct sy_tokenizer *tok,
+				const struct sy_chat_message *msgs, size_t n,
+				const struct sy_chat_opts *opts, struct sy_textbuf *out);
+int sy_tokenizer_encode_chat_ex(const struct sy_tokenizer *tok,
+				const struct sy_chat_message *msgs, size_t n,
+				const struct sy_chat_opts *opts, struct sy_tokens *out);
+
 /* Appends the text of ids[0..n) to `out`. "bytes": each id is one byte;
  * an id > 255 is SY_ERANGE. Errors also SY_EINVAL, SY_ENOMEM,
  * SY_EUNSUPPORTED ("off"). */
 int sy_tokenizer_decode(const struct sy_tokenizer *tok, const uint32_t *ids,
 			size_t n, struct sy_textbuf *out);
+
+/* Decode with options (`POST /v1/detokenize`): skip_special drops special
+ * tokens ("hf": added tokens marked special; "bytes": no effect). "hf"
+ * decodes as HF tokenizers' ByteLevel decoder: token bytes concatenated,
+ * invalid UTF-8 replaced by U+FFFD per maximal subpart. Errors as decode. */
+int sy_tokenizer_decode_ex(const struct sy_tokenizer *tok, const uint32_t *ids,
+			   size_t n, bool skip_special, struct sy_textbuf *out);
 
 #endif

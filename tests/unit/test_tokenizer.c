@@ -333,16 +333,24 @@ END_TEST
 
 /* ---- kinds ---- */
 
-START_TEST(test_open_hf_is_unsupported_with_message)
+START_TEST(test_open_hf_missing_dir_is_eio_naming_the_file)
 {
 	struct sy_tokenizer *tok = (struct sy_tokenizer *)&tok; /* poison */
 	char err[256];
 	ck_assert_int_eq(sy_tokenizer_open("hf", "/nonexistent", &tok, err, sizeof err),
-			 SY_EUNSUPPORTED);
+			 SY_EIO);
 	ck_assert_ptr_null(tok);
-	ck_assert_ptr_nonnull(strstr(err, "\"hf\""));
-	ck_assert_ptr_nonnull(strstr(err, "issue"));
-	ck_assert_ptr_nonnull(strstr(err, "bytes"));
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/tokenizer.json"));
+}
+END_TEST
+
+START_TEST(test_open_hf_without_path_is_einval)
+{
+	struct sy_tokenizer *tok = (struct sy_tokenizer *)&tok;
+	char err[256];
+	ck_assert_int_eq(sy_tokenizer_open("hf", NULL, &tok, err, sizeof err), SY_EINVAL);
+	ck_assert_ptr_null(tok);
+	ck_assert_ptr_nonnull(strstr(err, "path"));
 }
 END_TEST
 
@@ -429,7 +437,8 @@ int main(void)
 	suite_add_tcase(s, c);
 
 	TCase *k = tcase_create("kinds");
-	tcase_add_test(k, test_open_hf_is_unsupported_with_message);
+	tcase_add_test(k, test_open_hf_missing_dir_is_eio_naming_the_file);
+	tcase_add_test(k, test_open_hf_without_path_is_einval);
 	tcase_add_test(k, test_open_unknown_kind_is_einval);
 	tcase_add_test(k, test_off_has_no_ids_but_renders);
 	tcase_add_test(k, test_bytes_kind_and_null_arguments);
