@@ -42,6 +42,9 @@ struct sy_config_error {
 /* Longest state.shm_path in bytes (the state plane stores the region path in
  * 256 bytes incl. NUL). */
 #define SY_CONFIG_SHM_PATH_MAX 255
+/* model_id when none is given (config.c); a worker left with it takes the
+ * model name its engine reports, where the statebus discovers one. */
+#define SY_CONFIG_DEFAULT_MODEL_ID "default-model"
 
 enum sy_worker_role {
 	SY_ROLE_PLAIN = 0,   /* serves whole requests */
@@ -73,6 +76,10 @@ struct sy_config_worker {
 	char *url;                /* normalised (sy_url_normalize): the worker ID */
 	int role;                 /* enum sy_worker_role */
 	char *model;              /* NULL until sy_config_finish() fills model_id */
+	bool model_default;       /* set by sy_config_finish(): neither workers[].model
+	                             nor model_id was given (model is the built-in
+	                             default) — the statebus then takes the name the
+	                             engine reports in /server_info */
 	int bootstrap_port;       /* PD bootstrap port, 1..65535; 0 absent */
 	struct sy_config_kv_events kv_events;
 	struct sy_config_mark mark; /* the entry's mapping */

@@ -348,7 +348,7 @@ static const struct sy_cfg_section bucket_section =
 
 #define C struct sy_config
 static const struct sy_cfg_field root_fields[] = {
-	SY_CFG_STR_F(C, model_id, "default-model", 0, NULL),
+	SY_CFG_STR_F(C, model_id, SY_CONFIG_DEFAULT_MODEL_ID, 0, NULL),
 	SY_CFG_MAP_F(C, log, log_section),
 	SY_CFG_MAP_F(C, state, state_section),
 	SY_CFG_SEQ_F(C, workers, n_workers, worker_section, SY_CONFIG_MAX_WORKERS),
@@ -730,8 +730,11 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 
 	for (size_t i = 0; i < cfg->n_workers; i++) {
 		struct sy_config_worker *w = &cfg->workers[i];
-		if (w->model == NULL && (w->model = strdup(cfg->model_id)) == NULL)
-			goto nomem;
+		if (w->model == NULL) {
+			w->model_default = strcmp(cfg->model_id, SY_CONFIG_DEFAULT_MODEL_ID) == 0;
+			if ((w->model = strdup(cfg->model_id)) == NULL)
+				goto nomem;
+		}
 	}
 
 	if (cfg->statebus.control_endpoint == NULL) {

@@ -40,8 +40,11 @@
  *   streams --json → {"streams": [{"worker": URL, "dp_rank": R, "cursor": n|null,
  *                      "gaps": n, "missing": n, "resets": n, "skipped": n,
  *                      "decode_failures": n, "untrusted": bool,
- *                      "last_event_age_ms": n|null, ...}],
- *                     "counters": {"switchyard_kv_event_..._total": n, ...}}
+ *                      "partial": bool, "last_event_age_ms": n|null, ...}],
+ *                     "counters": {"switchyard_kv_event_..._total": n, ...},
+ *                     "tallies": {"stored"|"removed"|"cleared":
+ *                                 {"GPU"|"CPU_PINNED"|"DISK"|"EXTERNAL"|
+ *                                  "untagged"|"unknown": n}}}
  * Values that are unknown (stale, missing or torn load) are JSON null, never 0.
  *
  * syctl never takes the writer lock except for `create`, and reads the
@@ -558,10 +561,10 @@ static void stream_rows(uint32_t slot, const struct statebus_worker *w, void *ar
 				snprintf(ag, sizeof(ag), "%" PRId64, (int64_t)json_integer_value(age));
 			json_decref(age);
 			printf("%4u %4u %10s %6" PRIu64 " %8" PRIu64 " %6" PRIu64 " %7" PRIu64
-			       " %7" PRIu64 " %-9s %-4s %10s %s\n", slot, k, cur, st.gaps, st.missing,
-			       st.resets, st.skipped, st.decode_failures,
-			       st.untrusted ? "UNTRUSTED" : "trusted", st.subscribed ? "yes" : "no",
-			       ag, w->id);
+			       " %7" PRIu64 " %-9s %-7s %-4s %10s %s\n", slot, k, cur, st.gaps,
+			       st.missing, st.resets, st.skipped, st.decode_failures,
+			       st.untrusted ? "UNTRUSTED" : "trusted", st.partial ? "partial" : "full",
+			       st.subscribed ? "yes" : "no", ag, w->id);
 			continue;
 		}
 		json_t *e = json_object();
@@ -579,6 +582,7 @@ static void stream_rows(uint32_t slot, const struct statebus_worker *w, void *ar
 		json_object_set_new(e, "untrusted", json_boolean(st.untrusted));
 		json_object_set_new(e, "subscribed", json_boolean(st.subscribed));
 		json_object_set_new(e, "replaying", json_boolean(st.replaying));
+		json_object_set_new(e, "partial", json_boolean(st.partial));
 		json_object_set_new(e, "last_event_age_ms", age);
 		json_array_append_new(c->arr, e);
 	}
@@ -588,9 +592,9 @@ static int cmd_streams(struct statebus_region *r, const struct syctl_opts *o)
 {
 	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
 	if (!o->json)
-		printf("%4s %4s %10s %6s %8s %6s %7s %7s %-9s %-4s %10s %s\n", "SLOT", "RANK",
-		       "CURSOR", "GAPS", "MISSING", "RESETS", "SKIPPED", "DECFAIL", "TRUST", "SUB",
-		       "AGE_MS", "WORKER");
+		printf("%4s %4s %10s %6s %8s %6s %7s %7s %-9s %-7s %-4s %10s %s\n", "SLOT", "RANK",
+		       "CURSOR", "GAPS", "MISSING", "RESETS", "SKIPPED", "DECFAIL", "TRUST", "TREE",
+		       "SUB", "AGE_MS", "WORKER");
 	for_each_worker(r, stream_rows, &c);
 	if (o->json) {
 		json_t *t = json_object();
@@ -600,6 +604,18 @@ static int cmd_streams(struct statebus_region *r, const struct syctl_opts *o)
 			json_object_set_new(ctr, statebus_counter_name(i),
 					    json_integer((json_int_t)statebus_counter_get(r, i)));
 		json_object_set_new(t, "counters", ctr);
+		/* the scenario-23 tallies again, as {event: {medium: n}} */
+		json_t *tal = json_object();
+		for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++) {
+			const char *ev, *md;
+			if (!statebus_kv_tally_labels(i, &ev, &md))
+				continue;
+			json_t *row = json_object_get(tal, ev);
+			if (row == NULL)
+				json_object_set_new(tal, ev, row = json_object());
+			json_object_set_new(row, md, json_integer((json_int_t)statebus_counter_get(r, i)));
+		}
+		json_object_set_new(t, "tallies", tal);
 		return syctl_emit_json(t);
 	}
 	if (c.n == 0)

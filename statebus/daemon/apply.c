@@ -5,6 +5,8 @@
  * an unknown medium is dropped and counted; "CPU" is taken as HOST and
  * counted; a remove with a missing or unknown medium clears every tier.
  * AllBlocksCleared clears the rank and makes the stream trusted again.
+ * Every event of an applied batch is tallied per (event type, medium)
+ * (sbd_tally_counter; dropped unknown-medium stores included).
  * An index error (pool exhausted, bad arguments) is counted, never fatal.
  */
 #include "common/log.h"
@@ -23,6 +25,7 @@ void sbd_apply_batch(struct sbd *d, struct sbd_worker *w, uint32_t k,
 	struct sbd_rank *rk = &w->ranks[k];
 	for (uint32_t i = 0; i < b->n_events; i++) {
 		const struct sbd_kv_event *e = &b->events[i];
+		statebus_counter_add(d->r, sbd_tally_counter(e), 1);
 		if (e->medium == SBD_MEDIUM_CPU)
 			statebus_counter_add(d->r, STATEBUS_CTR_KV_MEDIUM_CPU, 1);
 		int rc = SY_OK;

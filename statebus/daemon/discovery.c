@@ -4,7 +4,10 @@
  *   kv_events: {endpoint_host, endpoint_port_base, topic, block_size,
  *               dp_size, load_endpoint_port_base, replay_port_base}
  *   disaggregation_mode ("prefill" | "decode" | anything else = not said),
- *   disaggregation_bootstrap_port, speculative_algorithm, dp_size.
+ *   disaggregation_bootstrap_port, speculative_algorithm, dp_size,
+ *   served_model_name (else model_path): the model name.
+ * A block_size or dp_size present but out of range makes the KV facts
+ * invalid (bad_facts), never "unknown".
  * No kv_events block → has_kv false (the caller logs and counts it: SGLang
  * hides this, a top user complaint). The HTTP part (timeouts, retries) is
  * in http.c; this file is pure so it is unit-tested on fixed bodies.
@@ -110,7 +113,10 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
 		out->endpoint_port_base = int_in(json_object_get(kv, "endpoint_port_base"), 1, 65535);
 		if (!copy_str(out->topic, sizeof(out->topic), json_object_get(kv, "topic")))
 			out->invalid = "topic too long";
-		out->block_size = int_in(json_object_get(kv, "block_size"), 1, 1 << 20);
+		json_t *bs = json_object_get(kv, "block_size");
+		out->block_size = int_in(bs, 1, 1 << 20);
+		if (out->block_size == 0 && bs != NULL && !json_is_null(bs))
+			out->invalid = "block_size out of [1, 1048576]"; /* never "unknown" */
 		out->dp_size = dp_of(json_object_get(kv, "dp_size"), out);
 		out->load_port_base = int_in(json_object_get(kv, "load_endpoint_port_base"), 1, 65535);
 		out->replay_port_base = int_in(json_object_get(kv, "replay_port_base"), 1, 65535);
@@ -129,6 +135,15 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
 			out->role = STATEBUS_WORKER_PLAIN;
 	}
 	out->bootstrap_port = int_in(get(root, "disaggregation_bootstrap_port"), 1, 65535);
+	/* SGLang's /server_info is its ServerArgs flattened: served_model_name
+	 * (defaults to model_path in the engine) and model_path */
+	const char *mkeys[2] = {"served_model_name", "model_path"};
+	for (int i = 0; i < 2 && out->model[0] == '\0'; i++) {
+		json_t *m = get(root, mkeys[i]);
+		if (json_is_string(m) && json_string_length(m) > 0 &&
+		    json_string_length(m) < sizeof(out->model))
+			snprintf(out->model, sizeof(out->model), "%s", json_string_value(m));
+	}
 	json_t *spec = get(root, "speculative_algorithm");
 	if (json_is_string(spec)) {
 		const char *a = json_string_value(spec);

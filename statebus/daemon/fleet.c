@@ -96,7 +96,13 @@ void sbd_fleet_adopt(struct sbd *d)
 		struct statebus_worker rec;
 		if (statebus_worker_read(d->r, s, &rec) != SY_OK)
 			continue;
+		/* health is judged afresh: a failure streak of an earlier statebus
+		 * (or router master) does not carry over */
+		rec.health_failures = 0;
+		(void)statebus_worker_set_health(d->r, s, rec.generation, rec.healthy,
+						 rec.health_checked_ns, 0);
 		local_init(d, s, rec.generation, &rec);
+		d->w[s].model_from_engine = strcmp(rec.model, SY_CONFIG_DEFAULT_MODEL_ID) == 0;
 		struct sy_config_kv_events kv = {
 			.endpoint_port_base = rec.kv_port_base,
 			.block_size = (int)rec.kv_block_size,
@@ -130,7 +136,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 		struct statebus_worker cur;
 		if (statebus_worker_read(d->r, s, &cur) == SY_OK) {
 			rec.healthy = cur.healthy;
-			rec.health_failures = cur.health_failures;
+			rec.health_failures = 0; /* adopted: the failure streak starts over */
 			rec.health_checked_ns = cur.health_checked_ns;
 		}
 		rc = statebus_worker_update(d->r, s, gen, &rec);
@@ -151,6 +157,9 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	}
 	kv_copy(&w->kv, &cw->kv_events);
 	w->cfg_role_set = cw->role != 0;
+	w->model_from_engine = cw->model_default ||
+			       (cw->model == NULL &&
+				strcmp(d->cfg.model_id, SY_CONFIG_DEFAULT_MODEL_ID) == 0);
 	if (slot)
 		*slot = s;
 	return SY_OK;
@@ -227,6 +236,10 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 			rec->role = (uint8_t)f->role;
 		if (rec->role == STATEBUS_WORKER_PREFILL && rec->bootstrap_port == 0)
 			rec->bootstrap_port = (uint16_t)f->bootstrap_port;
+		if (w->model_from_engine && f->model[0] != '\0' && strcmp(rec->model, f->model) != 0) {
+			sy_info("worker %s: model \"%s\" (from /server_info)", rec->id, f->model);
+			set_str(rec->model, sizeof(rec->model), f->model);
+		}
 		if (f->has_kv) {
 			set_str(rec->kv_endpoint_host, sizeof(rec->kv_endpoint_host), f->endpoint_host);
 			if (f->endpoint_port_base)

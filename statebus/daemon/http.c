@@ -1,11 +1,14 @@
 /* http.c — the statebus's HTTP thread: GET /server_info and /health.
  *
- * Blocking libcurl calls run here, never on the event loop: the loop
- * submits jobs (a FIFO under a mutex) and takes results (another FIFO);
- * one byte written to a pipe wakes its zmq_poll. Discovery follows SGLang's
- * router (sglang-wire.md §10): per attempt a timeout (default 2 s), up to
- * N attempts (3) with a backoff of 100 ms doubling; retried on network
- * errors and 5xx, never on 4xx. Health: one GET /health per job, 2xx = ok.
+ * libcurl's multi interface on one thread, never on the event loop: the
+ * loop submits jobs (a FIFO under a mutex, curl_multi_wakeup) and takes
+ * results (another FIFO); one byte written to a pipe wakes its zmq_poll.
+ * Every request runs concurrently with the others, each with its own
+ * timeout, so one hung engine never delays another's discovery or health
+ * checks. Discovery follows SGLang's router (sglang-wire.md §10): per
+ * attempt a timeout (default 2 s), up to N attempts (3) with a backoff of
+ * 100 ms doubling — a timer here, never a sleep; retried on network errors
+ * and 5xx, never on 4xx. Health: one GET /health per job, 2xx = ok.
  * Bodies are capped at 1 MiB. The thread holds no region pointer.
  */
 #include <errno.h>
@@ -18,16 +21,34 @@
 
 #include <curl/curl.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "sbd.h"
 
 #define BODY_MAX (1u << 20)
+#define POLL_MAX_MS 1000 /* curl_multi_poll wait when nothing is due sooner */
 
+struct body {
+	char *p;
+	size_t len;
+	bool over;
+};
+
+/* One job: a request and, for discovery, its retries. Owned by the thread
+ * once taken from the submit queue. */
 struct job {
-	struct job *next;
+	struct job *next;        /* submit queue, waiting list */
+	struct job *act_next;    /* active list (a transfer runs) */
 	int kind;
 	uint32_t slot, gen;
-	char *url;
+	char *url;               /* worker URL (owned) */
+	char full[STATEBUS_WORKER_ID_MAX + 32]; /* URL + path */
+	CURL *easy;              /* while a transfer runs, else NULL */
+	struct body b;
+	int attempt;             /* attempts started */
+	long backoff_ms;         /* delay before the next retry */
+	uint64_t retry_at_ns;    /* CLOCK_MONOTONIC of the next attempt (waiting list) */
+	struct sbd_http_result r;
 };
 
 struct res {
@@ -38,19 +59,15 @@ struct res {
 struct sbd_http {
 	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct job *jobs, **jobs_tail;
-	struct res *done, **done_tail;
-	bool stop;
+	struct job *jobs, **jobs_tail; /* submitted, not yet taken (under mu) */
+	struct res *done, **done_tail; /* finished (under mu) */
+	bool stop;                     /* under mu */
 	int pipe_r, pipe_w;
 	struct sbd_http_opts o;
-	CURL *curl;
-};
-
-struct body {
-	char *p;
-	size_t len;
-	bool over;
+	CURLM *multi;
+	/* thread-only */
+	struct job *waiting;           /* discovery retries due at retry_at_ns */
+	struct job *active;            /* jobs with a transfer in `multi` */
 };
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
@@ -71,80 +88,146 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* One GET: returns the HTTP status (0 on a transport error, `err` set). */
-static long get(struct sbd_http *h, const char *url, long timeout_ms, struct body *b, char *err,
-		size_t cap)
+static void job_free(struct job *j)
 {
-	CURL *c = h->curl;
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	if (j->easy)
+		curl_easy_cleanup(j->easy);
+	free(j->b.p);
+	free(j->r.body);
+	free(j->url);
+	free(j);
+}
+
+/* Hands a finished job's result to the loop and frees the job. */
+static void complete(struct sbd_http *h, struct job *j)
+{
+	struct res *r = calloc(1, sizeof(*r));
+	if (r != NULL) {
+		r->r = j->r;
+		j->r.body = NULL; /* moved */
+		pthread_mutex_lock(&h->mu);
+		*h->done_tail = r;
+		h->done_tail = &r->next;
+		pthread_mutex_unlock(&h->mu);
+		ssize_t wn = write(h->pipe_w, "x", 1);
+		(void)wn; /* a full pipe already means "wake up" */
+	}
+	job_free(j);
+}
+
+/* Starts the next attempt of `j`; false (result filled) when it cannot. */
+static bool begin(struct sbd_http *h, struct job *j)
+{
+	long timeout = j->kind == SBD_HTTP_HEALTH ? h->o.health_timeout_ms
+						  : h->o.discovery_timeout_ms;
+	free(j->b.p);
+	j->b = (struct body){0};
+	CURL *c = curl_easy_init();
+	if (c == NULL) {
+		snprintf(j->r.error, sizeof(j->r.error), "curl_easy_init failed");
+		return false;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, j->full);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &j->b);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "switchyard-statebus");
-	CURLcode rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
-		snprintf(err, cap, "%s", b->over ? "body over 1 MiB" : curl_easy_strerror(rc));
-		return 0;
+	curl_easy_setopt(c, CURLOPT_PRIVATE, j);
+	if (curl_multi_add_handle(h->multi, c) != CURLM_OK) {
+		curl_easy_cleanup(c);
+		snprintf(j->r.error, sizeof(j->r.error), "curl_multi_add_handle failed");
+		return false;
 	}
+	j->easy = c;
+	j->attempt++;
+	j->act_next = h->active;
+	h->active = j;
+	return true;
+}
+
+/* A job arrives from the queue. */
+static void accept_job(struct sbd_http *h, struct job *j)
+{
+	j->r.kind = j->kind;
+	j->r.slot = j->slot;
+	j->r.gen = j->gen;
+	j->backoff_ms = h->o.discovery_backoff_ms;
+	snprintf(j->full, sizeof(j->full), "%s%s", j->url,
+		 j->kind == SBD_HTTP_HEALTH ? "/health" : "/server_info");
+	if (!begin(h, j))
+		complete(h, j);
+}
+
+/* A transfer of `j` ended with `rc`: result, retry or give up. */
+static void finished(struct sbd_http *h, struct job *j, CURLcode rc)
+{
 	long status = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (status < 200 || status > 299)
-		snprintf(err, cap, "HTTP %ld", status);
-	return status;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static void run(struct sbd_http *h, struct job *j, struct sbd_http_result *r)
-{
-	char url[STATEBUS_WORKER_ID_MAX + 32];
-	r->kind = j->kind;
-	r->slot = j->slot;
-	r->gen = j->gen;
+	for (struct job **pp = &h->active; *pp; pp = &(*pp)->act_next) {
+		if (*pp == j) {
+			*pp = j->act_next;
+			break;
+		}
+	}
+	j->act_next = NULL;
+	curl_multi_remove_handle(h->multi, j->easy);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(j->easy);
+	j->easy = NULL;
+	if (rc != CURLE_OK)
+		snprintf(j->r.error, sizeof(j->r.error), "%s",
+			 j->b.over ? "body over 1 MiB" : curl_easy_strerror(rc));
+	else if (status < 200 || status > 299)
+		snprintf(j->r.error, sizeof(j->r.error), "HTTP %ld", status);
+	bool ok2xx = rc == CURLE_OK && status >= 200 && status <= 299;
 	if (j->kind == SBD_HTTP_HEALTH) {
-		snprintf(url, sizeof(url), "%s/health", j->url);
-		struct body b = {0};
-		long st = get(h, url, h->o.health_timeout_ms, &b, r->error, sizeof(r->error));
-		r->ok = st >= 200 && st <= 299;
-		free(b.p);
+		j->r.ok = ok2xx;
+		complete(h, j);
 		return;
 	}
-	snprintf(url, sizeof(url), "%s/server_info", j->url);
-	long backoff = h->o.discovery_backoff_ms;
-	for (int a = 0; a < h->o.discovery_attempts; a++) {
-		if (a > 0) {
-			sleep_ms(backoff);
-			backoff *= 2;
-		}
-		struct body b = {0};
-		long st = get(h, url, h->o.discovery_timeout_ms, &b, r->error, sizeof(r->error));
-		if (st >= 200 && st <= 299 && b.p != NULL) {
-			r->ok = true;
-			r->body = b.p;
-			r->len = b.len;
-			return;
-		}
-		if (st >= 200 && st <= 299)
-			snprintf(r->error, sizeof(r->error), "empty body");
-		free(b.p);
-		if (st >= 400 && st <= 499)
-			return; /* never retried */
-		bool stopping;
-		pthread_mutex_lock(&h->mu);
-		stopping = h->stop;
-		pthread_mutex_unlock(&h->mu);
-		if (stopping)
-			return;
+	if (ok2xx && j->b.p != NULL) {
+		j->r.ok = true;
+		j->r.body = j->b.p;
+		j->r.len = j->b.len;
+		j->b.p = NULL;
+		complete(h, j);
+		return;
 	}
+	if (ok2xx)
+		snprintf(j->r.error, sizeof(j->r.error), "empty body");
+	if ((status >= 400 && status <= 499) || j->attempt >= h->o.discovery_attempts) {
+		complete(h, j); /* 4xx: never retried */
+		return;
+	}
+	j->retry_at_ns = sy_mono_ns() + (uint64_t)j->backoff_ms * 1000000u;
+	j->backoff_ms *= 2;
+	j->next = h->waiting;
+	h->waiting = j;
+}
+
+/* Starts the retries that are due; returns ms until the next one (capped). */
+static int due_retries(struct sbd_http *h)
+{
+	uint64_t now = sy_mono_ns();
+	int wait = POLL_MAX_MS;
+	for (struct job **pp = &h->waiting; *pp;) {
+		struct job *j = *pp;
+		if (j->retry_at_ns <= now) {
+			*pp = j->next;
+			j->next = NULL;
+			if (!begin(h, j))
+				complete(h, j);
+			continue;
+		}
+		uint64_t ms = (j->retry_at_ns - now + 999999u) / 1000000u;
+		if (ms < (uint64_t)wait)
+			wait = (int)ms;
+		pp = &j->next;
+	}
+	return wait;
 }
 
 static void *thread_main(void *arg)
@@ -152,31 +235,50 @@ static void *thread_main(void *arg)
 	struct sbd_http *h = arg;
 	for (;;) {
 		pthread_mutex_lock(&h->mu);
-		while (!h->stop && h->jobs == NULL)
-			pthread_cond_wait(&h->cv, &h->mu);
-		if (h->stop) {
-			pthread_mutex_unlock(&h->mu);
+		bool stop = h->stop;
+		struct job *fresh = h->jobs;
+		h->jobs = NULL;
+		h->jobs_tail = &h->jobs;
+		pthread_mutex_unlock(&h->mu);
+		if (stop) {
+			for (struct job *j = fresh, *n; j; j = n) {
+				n = j->next;
+				job_free(j);
+			}
+			for (struct job *j = h->active, *n; j; j = n) {
+				n = j->act_next;
+				curl_multi_remove_handle(h->multi, j->easy);
+				job_free(j);
+			}
+			for (struct job *j = h->waiting, *n; j; j = n) {
+				n = j->next;
+				job_free(j);
+			}
+			h->active = h->waiting = NULL;
 			return NULL;
 		}
-		struct job *j = h->jobs;
-		h->jobs = j->next;
-		if (h->jobs == NULL)
-			h->jobs_tail = &h->jobs;
-		pthread_mutex_unlock(&h->mu);
-
-		struct res *r = calloc(1, sizeof(*r));
-		if (r != NULL)
-			run(h, j, &r->r);
-		free(j->url);
-		free(j);
-		if (r == NULL)
-			continue;
-		pthread_mutex_lock(&h->mu);
-		*h->done_tail = r;
-		h->done_tail = &r->next;
-		pthread_mutex_unlock(&h->mu);
-		ssize_t wn = write(h->pipe_w, "x", 1);
-		(void)wn; /* a full pipe already means "wake up" */
+		for (struct job *j = fresh, *n; j; j = n) {
+			n = j->next;
+			j->next = NULL;
+			accept_job(h, j);
+		}
+		(void)due_retries(h);
+		int still;
+		curl_multi_perform(h->multi, &still);
+		CURLMsg *m;
+		int left;
+		while ((m = curl_multi_info_read(h->multi, &left)) != NULL) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			struct job *j = NULL;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			if (j != NULL)
+				finished(h, j, m->data.result);
+		}
+		/* new retries may be due now; curl caps the wait by its own
+		 * timers; curl_multi_wakeup (submit, stop) ends it early */
+		int wait = due_retries(h);
+		curl_multi_poll(h->multi, NULL, 0, wait, NULL);
 	}
 }
 
@@ -193,14 +295,16 @@ int sbd_http_start(struct sbd_http **out, const struct sbd_http_opts *o, int *wa
 	h->pipe_r = p[0];
 	h->pipe_w = p[1];
 	h->o = *o;
+	if (h->o.discovery_attempts < 1)
+		h->o.discovery_attempts = 1;
 	h->jobs_tail = &h->jobs;
 	h->done_tail = &h->done;
-	h->curl = curl_easy_init();
+	h->multi = curl_multi_init();
 	pthread_mutex_init(&h->mu, NULL);
-	pthread_cond_init(&h->cv, NULL);
-	if (h->curl == NULL || pthread_create(&h->th, NULL, thread_main, h) != 0) {
-		if (h->curl)
-			curl_easy_cleanup(h->curl);
+	if (h->multi == NULL || pthread_create(&h->th, NULL, thread_main, h) != 0) {
+		if (h->multi)
+			curl_multi_cleanup(h->multi);
+		pthread_mutex_destroy(&h->mu);
 		close(p[0]);
 		close(p[1]);
 		free(h);
@@ -224,8 +328,8 @@ int sbd_http_submit(struct sbd_http *h, int kind, uint32_t slot, uint32_t gen, c
 	pthread_mutex_lock(&h->mu);
 	*h->jobs_tail = j;
 	h->jobs_tail = &j->next;
-	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);
+	curl_multi_wakeup(h->multi);
 	return SY_OK;
 }
 
@@ -255,23 +359,21 @@ void sbd_http_stop(struct sbd_http *h)
 		return;
 	pthread_mutex_lock(&h->mu);
 	h->stop = true;
-	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
-	pthread_join(h->th, NULL);
+	curl_multi_wakeup(h->multi);
+	pthread_join(h->th, NULL); /* the thread freed its running and waiting jobs */
 	for (struct job *j = h->jobs, *n; j; j = n) {
 		n = j->next;
-		free(j->url);
-		free(j);
+		job_free(j);
 	}
 	for (struct res *r = h->done, *n; r; r = n) {
 		n = r->next;
 		free(r->r.body);
 		free(r);
 	}
-	curl_easy_cleanup(h->curl);
+	curl_multi_cleanup(h->multi);
 	close(h->pipe_r);
 	close(h->pipe_w);
 	pthread_mutex_destroy(&h->mu);
-	pthread_cond_destroy(&h->cv);
 	free(h);
 }

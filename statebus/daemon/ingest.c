@@ -3,6 +3,7 @@
 
 #include "common/errors.h"
 #include "ingest.h"
+#include "statebus-counters.h"
 #include "statebus.h"
 
 static uint32_t sat32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
@@ -56,4 +57,22 @@ uint32_t sbd_remove_tiers(int medium)
 {
 	uint32_t t = medium == SBD_MEDIUM_ABSENT ? 0 : sbd_store_tiers(medium);
 	return t ? t : STATEBUS_TIER_ALL;
+}
+
+unsigned sbd_tally_counter(const struct sbd_kv_event *e)
+{
+	unsigned type = e->type == SBD_EV_STORED    ? STATEBUS_TALLY_STORED
+			: e->type == SBD_EV_REMOVED ? STATEBUS_TALLY_REMOVED
+						    : STATEBUS_TALLY_CLEARED;
+	unsigned medium;
+	switch (type == STATEBUS_TALLY_CLEARED ? SBD_MEDIUM_ABSENT : e->medium) {
+	case SBD_MEDIUM_ABSENT: medium = STATEBUS_TALLY_UNTAGGED; break;
+	case SBD_MEDIUM_GPU: medium = STATEBUS_TALLY_GPU; break;
+	case SBD_MEDIUM_CPU_PINNED:
+	case SBD_MEDIUM_CPU: medium = STATEBUS_TALLY_CPU_PINNED; break;
+	case SBD_MEDIUM_DISK: medium = STATEBUS_TALLY_DISK; break;
+	case SBD_MEDIUM_EXTERNAL: medium = STATEBUS_TALLY_EXTERNAL; break;
+	default: medium = STATEBUS_TALLY_UNKNOWN; break;
+	}
+	return statebus_kv_tally_counter(type, medium);
 }

@@ -36,6 +36,12 @@ void sbd_load_report(const struct sbd_load_stat *s, uint64_t now_ns, struct sbd_
 uint32_t sbd_store_tiers(int medium);
 uint32_t sbd_remove_tiers(int medium);
 
+/* Region counter index (statebus-counters.h) of the tally of event `e`:
+ * (type, medium) with "CPU" as CPU_PINNED, missing medium as untagged, any
+ * other string as unknown; AllBlocksCleared is always untagged
+ * (policy-defaults.md §12 scenario 23). */
+unsigned sbd_tally_counter(const struct sbd_kv_event *e);
+
 /* Engine facts from GET /server_info (sglang-wire.md §10). */
 struct sbd_facts {
 	bool has_kv;              /* a kv_events block was present */
@@ -51,8 +57,11 @@ struct sbd_facts {
 	bool bigram;              /* speculative_algorithm EAGLE/EAGLE3/FROZEN_KV_MTP */
 	bool bigram_unrecognised; /* looked like EAGLE/MTP but is not in the list */
 	char speculative_algorithm[32];
+	char model[STATEBUS_MODEL_MAX]; /* served_model_name, else model_path; "" = not
+				   * said (or too long for the record) */
 	const char *invalid;      /* why the KV facts cannot be used (a dp_size out of
-				   * [1, 1024], a host or topic too long), else NULL */
+				   * [1, 1024], a block_size out of [1, 2^20], a host
+				   * or topic too long), else NULL */
 };
 
 /* Parses a /server_info JSON body (`len` bytes) of worker `url` (its host

@@ -133,7 +133,7 @@ static int configure(struct sy_config *cfg, int argc, char **argv, bool *check_o
 struct poll_ref {
 	int kind; /* 0 control, 1 wake pipe, 2 rank socket */
 	uint32_t slot, rank;
-	int which; /* 0 kv, 1 load, 2 replay */
+	int which; /* 0 kv, 1 load, 2 replay, 3 kv monitor */
 };
 
 static size_t build_poll(struct sbd *d, zmq_pollitem_t **items, struct poll_ref **refs, size_t *cap)
@@ -141,7 +141,7 @@ static size_t build_poll(struct sbd *d, zmq_pollitem_t **items, struct poll_ref 
 	size_t need = 2;
 	for (uint32_t s = 0; s < d->n_slots; s++)
 		if (d->w[s].used)
-			need += 3u * d->w[s].n_ranks;
+			need += 4u * d->w[s].n_ranks;
 	if (need > *cap) {
 		zmq_pollitem_t *ni = realloc(*items, need * sizeof(**items));
 		if (ni)
@@ -165,8 +165,9 @@ static size_t build_poll(struct sbd *d, zmq_pollitem_t **items, struct poll_ref 
 		if (!w->used)
 			continue;
 		for (uint32_t k = 0; k < w->n_ranks; k++) {
-			void *socks[3] = {w->ranks[k].kv_sub, w->ranks[k].load_sub, w->ranks[k].replay};
-			for (int which = 0; which < 3; which++) {
+			void *socks[4] = {w->ranks[k].kv_sub, w->ranks[k].load_sub, w->ranks[k].replay,
+					  w->ranks[k].kv_mon};
+			for (int which = 0; which < 4; which++) {
 				if (socks[which] == NULL)
 					continue;
 				(*items)[n] = (zmq_pollitem_t){.socket = socks[which], .events = ZMQ_POLLIN};

@@ -2,9 +2,11 @@
  *
  * One process, one event-loop thread that is the region's single writer
  * (it holds the writer lock; no other thread touches the region), plus one
- * HTTP thread (http.c) that runs blocking curl requests — /server_info and
- * /health — and hands results back through a queue and a wake-up pipe, so
- * no engine can block the loop. The loop (main.c) zmq_polls every SUB,
+ * HTTP thread (http.c) that runs every /server_info and /health request
+ * concurrently on libcurl's multi interface and hands results back through
+ * a queue and a wake-up pipe, so no engine can block the loop or another
+ * engine's requests. The loop (main.c) zmq_polls every SUB (and each KV
+ * SUB's monitor PAIR),
  * replay DEALER, the control REP and the wake-up pipe, with timers for
  * heartbeat, sweeping, health, discovery retries and replay deadlines.
  *
@@ -46,11 +48,17 @@ struct sbd_rank {
 	void *kv_sub;                /* ZMQ SUB of KV events, NULL = none */
 	void *load_sub;              /* ZMQ SUB of LoadStat, NULL = none */
 	void *replay;                /* ZMQ DEALER while replaying, else NULL */
+	void *kv_mon;                /* ZMQ PAIR reading kv_sub's monitor events
+	                                (CONNECTED, DISCONNECTED), NULL = none */
+	bool peer_lost;              /* kv_sub saw DISCONNECTED: the next CONNECTED is
+	                                a new publisher process (resubscribe) */
+	bool rebuild;                /* the replay running is a rebuild from seq 0 after a
+	                                reconnect (not a gap fill) */
 	struct statebus_stream st;   /* authoritative; published when dirty */
 	bool dirty;
 	uint32_t kv_errors;          /* consecutive receive errors */
 	uint32_t load_errors;
-	int64_t replay_to;           /* seq that revealed the gap */
+	int64_t replay_to;           /* seq that revealed the gap (INT64_MAX: rebuild) */
 	uint64_t replay_deadline_ns;
 	struct sbd_held *held;       /* first = the batch that revealed the gap */
 	uint32_t n_held;
@@ -70,6 +78,8 @@ struct sbd_worker {
 	struct statebus_worker rec;     /* last record written to the table */
 	struct sy_config_kv_events kv;  /* configured KV facts (strings owned) */
 	bool cfg_role_set;              /* role came from the configuration */
+	bool model_from_engine;         /* no model configured: take /server_info's
+	                                   served_model_name / model_path */
 	int disc;                       /* enum sbd_disc_state */
 	uint64_t disc_next_ns;
 	bool health_inflight;
@@ -96,6 +106,7 @@ struct sbd {
 	struct sbd_http *http;
 	int wake_fd;                    /* read end of the HTTP thread's pipe */
 	uint64_t next_heartbeat_ns, next_sweep_ns;
+	uint32_t mon_seq;               /* names the next inproc monitor endpoint */
 };
 
 extern volatile sig_atomic_t sbd_stop;
@@ -124,7 +135,8 @@ int sbd_fleet_publish(struct sbd *d, struct sbd_worker *w);
 void sbd_sub_open(struct sbd *d, struct sbd_worker *w);
 /* Closes every socket of `w` and drops held batches and replays. */
 void sbd_sub_close(struct sbd *d, struct sbd_worker *w);
-/* Drains readable sockets of rank `k` of `w`. which: 0 kv, 1 load, 2 replay. */
+/* Drains readable sockets of rank `k` of `w`. which: 0 kv, 1 load, 2 replay,
+ * 3 the KV SUB's monitor (its events are always handled before KV data). */
 void sbd_sub_readable(struct sbd *d, struct sbd_worker *w, uint32_t k, int which);
 /* Ends replays past their deadline; publishes dirty stream records. */
 void sbd_sub_timers(struct sbd *d, uint64_t now);
@@ -164,7 +176,8 @@ struct sbd_http_opts {
 };
 /* Starts the HTTP thread; *wake_fd becomes readable when results wait. */
 int sbd_http_start(struct sbd_http **out, const struct sbd_http_opts *o, int *wake_fd);
-/* Queues a request for `url` (copied). Errors: SY_ENOMEM. */
+/* Queues a request for `url` (copied); it runs at once, concurrently with
+ * the others (its result comes back through sbd_http_take). SY_ENOMEM. */
 int sbd_http_submit(struct sbd_http *h, int kind, uint32_t slot, uint32_t gen, const char *url);
 /* Takes one finished result (true) — caller frees out->body. */
 bool sbd_http_take(struct sbd_http *h, struct sbd_http_result *out);

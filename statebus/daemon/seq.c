@@ -23,7 +23,12 @@ enum sbd_seq_verdict sbd_seq_admit(struct statebus_stream *s, int64_t seq)
 		s->untrusted = 1;
 		return SBD_SEQ_SKIP;
 	}
-	if (s->cursor < 0 || seq == s->cursor + 1)
+	if (s->cursor < 0) {
+		/* the rank is empty here: complete only if the stream starts at 0 */
+		s->partial = seq != 0;
+		return SBD_SEQ_APPLY;
+	}
+	if (seq == s->cursor + 1)
 		return SBD_SEQ_APPLY;
 	if (seq > s->cursor + 1)
 		return SBD_SEQ_GAP;
@@ -31,6 +36,7 @@ enum sbd_seq_verdict sbd_seq_admit(struct statebus_stream *s, int64_t seq)
 		s->cursor = -1;
 		s->resets++;
 		s->untrusted = 0;
+		s->partial = 0;
 		return SBD_SEQ_RESTART;
 	}
 	s->skipped++;
@@ -57,4 +63,12 @@ void sbd_seq_commit(struct statebus_stream *s, int64_t seq)
 void sbd_seq_cleared(struct statebus_stream *s)
 {
 	s->untrusted = 0;
+	s->partial = 0;
+}
+
+void sbd_seq_resubscribe(struct statebus_stream *s)
+{
+	s->cursor = -1;
+	s->untrusted = 0;
+	s->partial = 0;
 }

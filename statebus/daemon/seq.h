@@ -15,7 +15,9 @@
  *                                                   caller clears the rank, applies
  *   other seq ≤ cursor           SBD_SEQ_SKIP       skipped +1, untrusted
  * The first batch after subscribing sets the cursor without a gap (seq 2
- * then 5 → 2 missing, not 4). Untrusted is cleared only by a reset or an
+ * then 5 → 2 missing, not 4); it also sets `partial` = (seq != 0): the rank
+ * is empty whenever the cursor is -1, so a stream that does not start at
+ * 0 misses what was stored before it. Untrusted is cleared only by a reset or an
  * AllBlocksCleared (sbd_seq_cleared).
  */
 #ifndef SY_STATEBUS_DAEMON_SEQ_H
@@ -49,7 +51,14 @@ void sbd_seq_gap_lost(struct statebus_stream *s, int64_t to);
 /* A batch with `seq` was applied: cursor = seq, batches +1. */
 void sbd_seq_commit(struct statebus_stream *s, int64_t seq);
 
-/* An AllBlocksCleared was applied: the stream is trusted again. */
+/* An AllBlocksCleared was applied: the stream is trusted and complete
+ * again (partial 0). */
 void sbd_seq_cleared(struct statebus_stream *s);
+
+/* The SUB lost its peer and connected again; the caller cleared the rank.
+ * The stream starts over like a new subscription: cursor -1 (the next
+ * batch sets it without a gap), trusted, not partial; counts are kept.
+ * (switchyard extension of sglang-wire.md §9, docs/statebus.md.) */
+void sbd_seq_resubscribe(struct statebus_stream *s);
 
 #endif

@@ -15,6 +15,15 @@
  * - GAP without replay: counted (gaps, missing), untrusted, applied anyway;
  * - RESET (END_SEQ), RESTART (seq 0 behind the cursor): the rank is cleared;
  * - SKIP: counted, untrusted.
+ * Peer restarts (switchyard extension of §9, docs/statebus.md): each KV SUB
+ * has a zmq_socket_monitor PAIR polled in the same loop, and its events are
+ * handled before the SUB's data. DISCONNECTED: the old publisher is gone —
+ * drain what it queued (applied as usual; a replay running is ended).
+ * CONNECTED after that: a new publisher process, whose seq 0 was probably
+ * published before this SUB reconnected — the rank is cleared, the stream
+ * starts over (cursor -1, counted as peer_reconnects_total) and, with a
+ * replay endpoint, is rebuilt from seq 0 (live batches held meanwhile; an
+ * oldest replayed batch other than 0 leaves the rank partial, counted).
  * Sockets reconnect on their own (ZMQ_RECONNECT_IVL 50 ms doubling to 2 s);
  * after SBD_SOCKET_REBUILD_ERRORS consecutive receive errors a socket is
  * rebuilt. Each loop turn takes at most SBD_RECV_BURST messages from one
@@ -68,6 +77,52 @@ static void *open_socket(struct sbd *d, int type, const char *host, unsigned por
 	return s;
 }
 
+/* Attaches a monitor (CONNECTED, DISCONNECTED) to KV SUB `sub`: returns the
+ * PAIR to read its events from, or NULL (then peer restarts are noticed only
+ * through seq 0 / END_SEQ, as upstream). */
+static void *open_monitor(struct sbd *d, void *sub)
+{
+	char ep[64];
+	snprintf(ep, sizeof(ep), "inproc://sbd-kv-monitor-%u", d->mon_seq++);
+	if (zmq_socket_monitor(sub, ep, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+		sy_warn("zmq_socket_monitor: %s", zmq_strerror(zmq_errno()));
+		return NULL;
+	}
+	void *m = zmq_socket(d->zctx, ZMQ_PAIR);
+	if (m == NULL)
+		return NULL;
+	int v = 0;
+	zmq_setsockopt(m, ZMQ_LINGER, &v, sizeof(v));
+	if (zmq_connect(m, ep) != 0) {
+		zmq_close(m);
+		(void)zmq_socket_monitor(sub, NULL, 0);
+		return NULL;
+	}
+	return m;
+}
+
+/* Closes a KV SUB and its monitor. */
+static void close_kv(struct sbd_rank *rk)
+{
+	if (rk->kv_sub) {
+		if (rk->kv_mon)
+			(void)zmq_socket_monitor(rk->kv_sub, NULL, 0);
+		zmq_close(rk->kv_sub);
+	}
+	if (rk->kv_mon)
+		zmq_close(rk->kv_mon);
+	rk->kv_sub = rk->kv_mon = NULL;
+}
+
+/* Opens rank k's KV SUB and its monitor. */
+static void open_kv(struct sbd *d, struct sbd_worker *w, uint32_t k)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	rk->kv_sub = open_socket(d, ZMQ_SUB, w->rec.kv_endpoint_host, w->rec.kv_port_base + k,
+				 w->rec.kv_topic);
+	rk->kv_mon = rk->kv_sub ? open_monitor(d, rk->kv_sub) : NULL;
+}
+
 static void drop_held(struct sbd_rank *rk)
 {
 	for (uint32_t i = 0; i < rk->n_held; i++)
@@ -79,13 +134,14 @@ static void drop_held(struct sbd_rank *rk)
 
 static void close_rank(struct sbd_rank *rk)
 {
-	if (rk->kv_sub)
-		zmq_close(rk->kv_sub);
+	close_kv(rk);
+	rk->peer_lost = false;
+	rk->rebuild = false;
 	if (rk->load_sub)
 		zmq_close(rk->load_sub);
 	if (rk->replay)
 		zmq_close(rk->replay);
-	rk->kv_sub = rk->load_sub = rk->replay = NULL;
+	rk->load_sub = rk->replay = NULL;
 	drop_held(rk);
 	rk->st.subscribed = 0;
 	rk->st.replaying = 0;
@@ -97,8 +153,7 @@ static void open_rank(struct sbd *d, struct sbd_worker *w, uint32_t k)
 	struct sbd_rank *rk = &w->ranks[k];
 	const struct statebus_worker *rec = &w->rec;
 	if (rec->has_cache_signal && rec->kv_rejected == STATEBUS_KV_OK && rec->kv_port_base)
-		rk->kv_sub = open_socket(d, ZMQ_SUB, rec->kv_endpoint_host, rec->kv_port_base + k,
-					 rec->kv_topic);
+		open_kv(d, w, k);
 	if (rec->load_port_base)
 		rk->load_sub = open_socket(d, ZMQ_SUB, rec->kv_endpoint_host,
 					   rec->load_port_base + k, "load");
@@ -231,20 +286,30 @@ static void finish_replay(struct sbd *d, struct sbd_worker *w, uint32_t k)
 		zmq_close(rk->replay);
 	rk->replay = NULL;
 	rk->st.replaying = 0;
-	sbd_seq_gap_lost(&rk->st, rk->replay_to); /* what replay did not recover */
+	bool rebuild = rk->rebuild;
+	rk->rebuild = false;
+	if (!rebuild)
+		sbd_seq_gap_lost(&rk->st, rk->replay_to); /* what replay did not recover */
 	account(d, &before, &rk->st);
 	struct sbd_held *held = rk->held;
 	uint32_t n = rk->n_held;
 	rk->held = NULL;
 	rk->n_held = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, false);
+		/* a rebuild's answer overlaps the live batches held meanwhile:
+		 * those it already applied are duplicates, not stale seqs */
+		if (!(rebuild && rk->st.cursor >= 0 && held[i].seq >= 0 &&
+		      held[i].seq <= rk->st.cursor))
+			sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, false);
 		free(held[i].payload);
 	}
 	free(held);
 	rk->dirty = true;
 }
 
+/* Starts a replay fetch from cursor + 1 up to `seq` (exclusive), holding the
+ * batch (payload, len) that revealed the gap; payload NULL: a rebuild from
+ * seq 0 after a reconnect, up to the replay's END_SEQ. */
 static bool start_replay(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
 			 const uint8_t *payload, size_t len)
 {
@@ -258,12 +323,14 @@ static bool start_replay(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_
 	uint8_t start[8];
 	sy_put_u64be(start, (uint64_t)(rk->st.cursor + 1));
 	if (zmq_send(s, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-	    zmq_send(s, start, sizeof(start), ZMQ_DONTWAIT) < 0 || !hold(rk, seq, payload, len)) {
+	    zmq_send(s, start, sizeof(start), ZMQ_DONTWAIT) < 0 ||
+	    (payload != NULL && !hold(rk, seq, payload, len))) {
 		zmq_close(s);
 		return false;
 	}
 	rk->replay = s;
-	rk->replay_to = seq;
+	rk->rebuild = payload == NULL;
+	rk->replay_to = payload == NULL ? INT64_MAX : seq;
 	rk->replay_deadline_ns = sy_mono_ns() + (uint64_t)d->cfg.statebus.replay_timeout_ms * 1000000u;
 	rk->st.replaying = 1;
 	statebus_counter_add(d->r, STATEBUS_CTR_KV_REPLAY_REQUESTS, 1);
@@ -322,11 +389,20 @@ static void on_replay_message(struct sbd *d, struct sbd_worker *w, uint32_t k, z
 		finish_replay(d, w, k);
 		return;
 	}
-	if (seq <= rk->st.cursor)
+	if (seq < 0 || seq <= rk->st.cursor)
 		return;
 	struct statebus_stream before = rk->st;
-	if (seq > rk->st.cursor + 1)
+	if (rk->st.cursor < 0) {
+		/* rebuild after a reconnect: complete only from seq 0 */
+		rk->st.partial = seq != 0;
+		if (seq != 0) {
+			statebus_counter_add(d->r, STATEBUS_CTR_KV_PARTIAL_REBUILDS, 1);
+			sy_warn("%s rank %u: replay starts at seq %lld, not 0: the rank stays "
+				"partial", w->rec.id, k, (long long)seq);
+		}
+	} else if (seq > rk->st.cursor + 1) {
 		sbd_seq_gap_lost(&rk->st, seq); /* older than the engine's buffer */
+	}
 	decode_apply(d, w, k, seq, zmq_msg_data(&p[si + 1]), zmq_msg_size(&p[si + 1]));
 	statebus_counter_add(d->r, STATEBUS_CTR_KV_REPLAYED_BATCHES, 1);
 	account(d, &before, &rk->st);
@@ -339,24 +415,26 @@ static void rebuild(struct sbd *d, struct sbd_worker *w, uint32_t k, int which)
 	statebus_counter_add(d->r, STATEBUS_CTR_SOCKET_REBUILDS, 1);
 	sy_warn("%s rank %u: %d receive errors, rebuilding the %s socket", w->rec.id, k,
 		SBD_SOCKET_REBUILD_ERRORS, which == 0 ? "KV" : "LoadStat");
-	void **s = which == 0 ? &rk->kv_sub : &rk->load_sub;
-	zmq_close(*s);
-	*s = NULL;
 	if (which == 0) {
-		rk->kv_sub = open_socket(d, ZMQ_SUB, w->rec.kv_endpoint_host, w->rec.kv_port_base + k,
-					 w->rec.kv_topic);
+		close_kv(rk);
+		open_kv(d, w, k);
+		/* events may be lost between the two sockets: its first connection
+		 * starts the stream over, as after a peer restart */
+		rk->peer_lost = true;
 		rk->kv_errors = 0;
 	} else {
+		zmq_close(rk->load_sub);
 		rk->load_sub = open_socket(d, ZMQ_SUB, w->rec.kv_endpoint_host,
 					   w->rec.load_port_base + k, "load");
 		rk->load_errors = 0;
 	}
 }
 
-void sbd_sub_readable(struct sbd *d, struct sbd_worker *w, uint32_t k, int which)
+/* Takes up to `burst` messages from socket `which` (0 kv, 1 load, 2 replay). */
+static void drain(struct sbd *d, struct sbd_worker *w, uint32_t k, int which, int burst)
 {
 	struct sbd_rank *rk = &w->ranks[k];
-	for (int i = 0; i < SBD_RECV_BURST; i++) {
+	for (int i = 0; i < burst; i++) {
 		void *s = which == 0 ? rk->kv_sub : which == 1 ? rk->load_sub : rk->replay;
 		if (s == NULL)
 			return;
@@ -391,6 +469,66 @@ void sbd_sub_readable(struct sbd *d, struct sbd_worker *w, uint32_t k, int which
 		}
 		close_parts(p, n);
 	}
+}
+
+/* The KV SUB connected again after losing its peer: a new publisher
+ * process. Clear the rank and start the stream over; rebuild from seq 0 by
+ * replay when an endpoint is known. */
+static void resubscribe(struct sbd *d, struct sbd_worker *w, uint32_t k)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	if (rk->replay) {
+		zmq_close(rk->replay);
+		rk->replay = NULL;
+		rk->rebuild = false;
+		rk->st.replaying = 0;
+	}
+	drop_held(rk);
+	sbd_apply_clear_rank(d, w, k);
+	sbd_seq_resubscribe(&rk->st);
+	statebus_counter_add(d->r, STATEBUS_CTR_KV_PEER_RECONNECTS, 1);
+	bool replay = start_replay(d, w, k, 0, NULL, 0);
+	sy_info("%s rank %u: publisher reconnected; rank cleared%s", w->rec.id, k,
+		replay ? ", rebuilding from seq 0 by replay" : w->rec.kv_replay_port_base
+		? ", replay request failed" : " (no replay endpoint: partial until re-stored)");
+	rk->dirty = true;
+}
+
+/* Reads every pending monitor event of rank k's KV SUB, in order. */
+static void on_monitor(struct sbd *d, struct sbd_worker *w, uint32_t k)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	while (rk->kv_mon != NULL) {
+		zmq_msg_t p[MAX_PARTS];
+		int total;
+		int n = recv_message(rk->kv_mon, p, &total);
+		if (n <= 0)
+			return;
+		uint16_t ev = 0;
+		if (zmq_msg_size(&p[0]) >= 2)
+			memcpy(&ev, zmq_msg_data(&p[0]), sizeof(ev)); /* host order */
+		close_parts(p, n);
+		if (ev == ZMQ_EVENT_DISCONNECTED && !rk->peer_lost) {
+			rk->peer_lost = true;
+			sy_info("%s rank %u: KV publisher disconnected", w->rec.id, k);
+			/* what the old process queued belongs to the old stream */
+			drain(d, w, k, 0, SBD_HELD_MAX * 4);
+			if (rk->replay)
+				finish_replay(d, w, k);
+		} else if (ev == ZMQ_EVENT_CONNECTED && rk->peer_lost) {
+			rk->peer_lost = false;
+			resubscribe(d, w, k);
+		}
+	}
+}
+
+void sbd_sub_readable(struct sbd *d, struct sbd_worker *w, uint32_t k, int which)
+{
+	/* peer events first: data of a new publisher never counts for the old */
+	if (which == 0 || which == 3)
+		on_monitor(d, w, k);
+	if (which != 3)
+		drain(d, w, k, which, SBD_RECV_BURST);
 }
 
 void sbd_sub_timers(struct sbd *d, uint64_t now)

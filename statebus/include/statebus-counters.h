@@ -7,9 +7,15 @@
  * Names are the Prometheus names (reference/policy-defaults.md §10 for the
  * switchyard_kv_event_* family); all are monotonic counters (`_total`).
  * Per-stream values (per worker × DP rank) live in the streams table.
+ * The tallies per (event type, medium) are named
+ * switchyard_kv_event_<stored|removed|cleared>_<gpu|cpu_pinned|disk|
+ * external|untagged|unknown>_total; a /metrics exporter may instead render
+ * them as one family with labels (statebus_kv_tally_labels()).
  */
 #ifndef SY_STATEBUS_COUNTERS_H
 #define SY_STATEBUS_COUNTERS_H
+
+#include <stdbool.h>
 
 enum statebus_counter {
 	/* sglang-wire.md §2, §5, §6: bad frames, malformed batches, unknown
@@ -40,8 +46,66 @@ enum statebus_counter {
 	STATEBUS_CTR_PROCS_REAPED = 23,         /* dead router-process slots reclaimed */
 	STATEBUS_CTR_CONTROL_REQUESTS = 24,     /* control-socket requests served */
 	STATEBUS_CTR_KV_BIGRAM_UNRECOGNISED = 25, /* EAGLE/MTP-like algorithm treated as unigram */
-	STATEBUS_CTR_COUNT_ = 26,
+	/* Tallies per (event type, medium) of the events in applied batches
+	 * (policy-defaults.md §12 scenario 23, sglang-wire.md §7): 18 counters
+	 * from STATEBUS_CTR_KV_TALLY_BASE, index = base + type · 6 + medium with
+	 * enum statebus_tally_type and enum statebus_tally_medium
+	 * (statebus_kv_tally_counter()). */
+	STATEBUS_CTR_KV_TALLY_BASE = 26,
+	/* A KV SUB lost its peer and connected again (engine killed and
+	 * restarted on the same port, network cut): the rank was cleared and
+	 * resubscribed (docs/statebus.md, switchyard extension of §9). */
+	STATEBUS_CTR_KV_PEER_RECONNECTS = 44,
+	/* A rank rebuilt by replay after a reconnect whose oldest batch was not
+	 * seq 0 (the engine's buffer had moved on): the rank stays partial. */
+	STATEBUS_CTR_KV_PARTIAL_REBUILDS = 45,
+	STATEBUS_CTR_COUNT_ = 46,
 };
+
+/* Event types of the tallies (sglang-wire.md §5 tags). */
+enum statebus_tally_type {
+	STATEBUS_TALLY_STORED = 0,  /* BlockStored */
+	STATEBUS_TALLY_REMOVED = 1, /* BlockRemoved */
+	STATEBUS_TALLY_CLEARED = 2, /* AllBlocksCleared (carries no medium: untagged) */
+	STATEBUS_TALLY_TYPES = 3,
+};
+
+/* Mediums of the tallies (sglang-wire.md §7). "CPU" counts as CPU_PINNED
+ * (the tier it is stored in; also counted by medium_cpu_total); a missing
+ * or nil medium is "untagged"; any other string is "unknown". */
+enum statebus_tally_medium {
+	STATEBUS_TALLY_GPU = 0,
+	STATEBUS_TALLY_CPU_PINNED = 1,
+	STATEBUS_TALLY_DISK = 2,
+	STATEBUS_TALLY_EXTERNAL = 3,
+	STATEBUS_TALLY_UNTAGGED = 4,
+	STATEBUS_TALLY_UNKNOWN = 5,
+	STATEBUS_TALLY_MEDIUMS = 6,
+};
+
+/* Counter index of the tally (type, medium); both must be in range (else
+ * the result is past the tallies: callers pass enum values only). */
+static inline unsigned statebus_kv_tally_counter(unsigned type, unsigned medium)
+{
+	return STATEBUS_CTR_KV_TALLY_BASE + type * STATEBUS_TALLY_MEDIUMS + medium;
+}
+
+/* Label values of a tally counter for a Prometheus exposition
+ * (`switchyard_kv_event_tally_total{event="stored",medium="GPU"}`): true
+ * with *event and *medium set (static strings) when `idx` is a tally. */
+static inline bool statebus_kv_tally_labels(unsigned idx, const char **event, const char **medium)
+{
+	static const char *const ev[STATEBUS_TALLY_TYPES] = {"stored", "removed", "cleared"};
+	static const char *const md[STATEBUS_TALLY_MEDIUMS] = {
+		"GPU", "CPU_PINNED", "DISK", "EXTERNAL", "untagged", "unknown"};
+	if (idx < STATEBUS_CTR_KV_TALLY_BASE ||
+	    idx >= STATEBUS_CTR_KV_TALLY_BASE + STATEBUS_TALLY_TYPES * STATEBUS_TALLY_MEDIUMS)
+		return false;
+	unsigned t = idx - STATEBUS_CTR_KV_TALLY_BASE;
+	*event = ev[t / STATEBUS_TALLY_MEDIUMS];
+	*medium = md[t % STATEBUS_TALLY_MEDIUMS];
+	return true;
+}
 
 /* Prometheus name of counter `idx`, or NULL for an unassigned index. */
 static inline const char *statebus_counter_name(unsigned idx)
@@ -73,6 +137,26 @@ static inline const char *statebus_counter_name(unsigned idx)
 		"switchyard_statebus_procs_reaped_total",
 		"switchyard_statebus_control_requests_total",
 		"switchyard_kv_event_bigram_unrecognised_total",
+		"switchyard_kv_event_stored_gpu_total",
+		"switchyard_kv_event_stored_cpu_pinned_total",
+		"switchyard_kv_event_stored_disk_total",
+		"switchyard_kv_event_stored_external_total",
+		"switchyard_kv_event_stored_untagged_total",
+		"switchyard_kv_event_stored_unknown_total",
+		"switchyard_kv_event_removed_gpu_total",
+		"switchyard_kv_event_removed_cpu_pinned_total",
+		"switchyard_kv_event_removed_disk_total",
+		"switchyard_kv_event_removed_external_total",
+		"switchyard_kv_event_removed_untagged_total",
+		"switchyard_kv_event_removed_unknown_total",
+		"switchyard_kv_event_cleared_gpu_total",
+		"switchyard_kv_event_cleared_cpu_pinned_total",
+		"switchyard_kv_event_cleared_disk_total",
+		"switchyard_kv_event_cleared_external_total",
+		"switchyard_kv_event_cleared_untagged_total",
+		"switchyard_kv_event_cleared_unknown_total",
+		"switchyard_kv_event_peer_reconnects_total",
+		"switchyard_kv_event_partial_rebuilds_total",
 	};
 	return idx < STATEBUS_CTR_COUNT_ ? names[idx] : NULL;
 }

@@ -268,7 +268,10 @@ struct statebus_stream {
 	uint8_t untrusted;         /* 1 = gap/stale seen since the last reset or AllBlocksCleared */
 	uint8_t subscribed;        /* 1 = a SUB socket is open for it */
 	uint8_t replaying;         /* 1 = a replay fetch is in progress */
-	uint8_t reserved;
+	uint8_t partial;           /* 1 = the first batch indexed since the rank was last
+	                              empty (subscription, reconnect, reset) was not seq 0:
+	                              blocks stored before it are missing until re-stored;
+	                              cleared by a stream from seq 0 or AllBlocksCleared */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -6,6 +6,8 @@
 
 #include "common/errors.h"
 #include "ingest.h"
+#include "seq.h"
+#include "statebus-counters.h"
 #include "statebus.h"
 
 static struct sbd_load_stat v3(uint64_t uncached, uint64_t busy_us)
@@ -150,6 +152,127 @@ START_TEST(test_server_info_out_of_range_dp_and_long_strings_are_invalid)
 }
 END_TEST
 
+/* QA: a negative (or zero) block_size is bad_facts, never "unknown" (which
+ * would subscribe the worker and index it under no agreed page size). */
+START_TEST(test_server_info_bad_block_size_is_invalid)
+{
+	struct sbd_facts f;
+	char why[128];
+	const char *neg = "{\"kv_events\":{\"endpoint_port_base\":5557,\"block_size\":-16}}";
+	ck_assert_int_eq(sbd_discovery_parse(neg, strlen(neg), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	ck_assert_int_eq(f.block_size, 0);
+	const char *zero = "{\"kv_events\":{\"endpoint_port_base\":5557,\"block_size\":0}}";
+	ck_assert_int_eq(sbd_discovery_parse(zero, strlen(zero), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	const char *str = "{\"kv_events\":{\"endpoint_port_base\":5557,\"block_size\":\"16\"}}";
+	ck_assert_int_eq(sbd_discovery_parse(str, strlen(str), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_nonnull(f.invalid);
+	const char *none = "{\"kv_events\":{\"endpoint_port_base\":5557,\"block_size\":null}}";
+	ck_assert_int_eq(sbd_discovery_parse(none, strlen(none), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_ptr_null(f.invalid);
+	ck_assert_int_eq(f.block_size, 0); /* not said: unknown */
+}
+END_TEST
+
+/* SGLang's /server_info is its ServerArgs flattened: served_model_name
+ * (which the engine defaults to model_path), else model_path. */
+START_TEST(test_server_info_model_name)
+{
+	struct sbd_facts f;
+	char why[128];
+	const char *both = "{\"model_path\":\"/models/q\",\"served_model_name\":\"qwen\"}";
+	ck_assert_int_eq(sbd_discovery_parse(both, strlen(both), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_str_eq(f.model, "qwen");
+	const char *path = "{\"model_path\":\"/models/q\",\"served_model_name\":null}";
+	ck_assert_int_eq(sbd_discovery_parse(path, strlen(path), "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_str_eq(f.model, "/models/q");
+	const char *nested = "{\"server_args\":{\"served_model_name\":\"m\"}}";
+	ck_assert_int_eq(sbd_discovery_parse(nested, strlen(nested), "http://a:1", &f, why,
+					     sizeof(why)), SY_OK);
+	ck_assert_str_eq(f.model, "m");
+	ck_assert_int_eq(sbd_discovery_parse("{}", 2, "http://a:1", &f, why, sizeof(why)), SY_OK);
+	ck_assert_str_eq(f.model, "");
+}
+END_TEST
+
+/* policy-defaults.md §12 scenario 23: seq 2 applied, 1 filtered, 5 →
+ * batches_lost = 2; tallies kept per (event type, medium) — only for the
+ * batches applied (seq 1's event is never tallied). */
+static void tally_batch(struct statebus_stream *st, int64_t seq, const struct sbd_kv_event *ev,
+			unsigned n, uint64_t tallies[STATEBUS_CTR_COUNT_])
+{
+	enum sbd_seq_verdict v = sbd_seq_admit(st, seq);
+	if (v == SBD_SEQ_SKIP || v == SBD_SEQ_RESET)
+		return;
+	if (v == SBD_SEQ_GAP)
+		sbd_seq_gap_lost(st, seq); /* no replay */
+	for (unsigned i = 0; i < n; i++)
+		tallies[sbd_tally_counter(&ev[i])]++;
+	sbd_seq_commit(st, seq);
+}
+
+START_TEST(test_scenario_23_gaps_and_tallies_per_event_type_and_medium)
+{
+	uint64_t t[STATEBUS_CTR_COUNT_] = {0};
+	struct statebus_stream st;
+	sbd_seq_init(&st, 1);
+	const struct sbd_kv_event seq2[] = {
+		{.type = SBD_EV_STORED, .medium = SBD_MEDIUM_GPU},
+		{.type = SBD_EV_STORED, .medium = SBD_MEDIUM_GPU},
+		{.type = SBD_EV_REMOVED, .medium = SBD_MEDIUM_CPU_PINNED},
+	};
+	const struct sbd_kv_event seq1[] = {{.type = SBD_EV_STORED, .medium = SBD_MEDIUM_DISK}};
+	const struct sbd_kv_event seq5[] = {
+		{.type = SBD_EV_STORED, .medium = SBD_MEDIUM_EXTERNAL},
+		{.type = SBD_EV_REMOVED, .medium = SBD_MEDIUM_ABSENT},
+		{.type = SBD_EV_STORED, .medium = SBD_MEDIUM_CPU},
+		{.type = SBD_EV_STORED, .medium = SBD_MEDIUM_UNKNOWN},
+		{.type = SBD_EV_REMOVED, .medium = SBD_MEDIUM_DISK},
+		{.type = SBD_EV_CLEARED, .medium = SBD_MEDIUM_GPU}, /* no medium on the wire */
+	};
+	tally_batch(&st, 2, seq2, 3, t);
+	tally_batch(&st, 1, seq1, 1, t);
+	tally_batch(&st, 5, seq5, 6, t);
+	ck_assert_int_eq(st.cursor, 5);
+	ck_assert_uint_eq(st.missing, 2); /* batches_lost */
+	ck_assert_uint_eq(st.gaps, 1);
+	ck_assert_uint_eq(st.skipped, 1);
+	ck_assert_uint_eq(st.batches, 2);
+	ck_assert(st.partial); /* first seq seen was 2 */
+	unsigned S = STATEBUS_TALLY_STORED, R = STATEBUS_TALLY_REMOVED, C = STATEBUS_TALLY_CLEARED;
+	const struct { unsigned type, medium; uint64_t n; } want[] = {
+		{S, STATEBUS_TALLY_GPU, 2},      {S, STATEBUS_TALLY_CPU_PINNED, 1},
+		{S, STATEBUS_TALLY_DISK, 0},     {S, STATEBUS_TALLY_EXTERNAL, 1},
+		{S, STATEBUS_TALLY_UNTAGGED, 0}, {S, STATEBUS_TALLY_UNKNOWN, 1},
+		{R, STATEBUS_TALLY_GPU, 0},      {R, STATEBUS_TALLY_CPU_PINNED, 1},
+		{R, STATEBUS_TALLY_DISK, 1},     {R, STATEBUS_TALLY_EXTERNAL, 0},
+		{R, STATEBUS_TALLY_UNTAGGED, 1}, {R, STATEBUS_TALLY_UNKNOWN, 0},
+		{C, STATEBUS_TALLY_UNTAGGED, 1}, {C, STATEBUS_TALLY_GPU, 0},
+	};
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_uint_eq(t[statebus_kv_tally_counter(want[i].type, want[i].medium)], want[i].n);
+	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++)
+		sum += t[i];
+	ck_assert_uint_eq(sum, 9); /* the 3 + 6 events applied; seq 1's never */
+	/* names and labels in the region's counters block */
+	ck_assert_str_eq(statebus_counter_name(statebus_kv_tally_counter(S, STATEBUS_TALLY_GPU)),
+			 "switchyard_kv_event_stored_gpu_total");
+	ck_assert_str_eq(statebus_counter_name(statebus_kv_tally_counter(C, STATEBUS_TALLY_UNKNOWN)),
+			 "switchyard_kv_event_cleared_unknown_total");
+	ck_assert_str_eq(statebus_counter_name(STATEBUS_CTR_KV_PEER_RECONNECTS),
+			 "switchyard_kv_event_peer_reconnects_total");
+	const char *ev, *md;
+	ck_assert(statebus_kv_tally_labels(statebus_kv_tally_counter(R, STATEBUS_TALLY_CPU_PINNED),
+					   &ev, &md));
+	ck_assert_str_eq(ev, "removed");
+	ck_assert_str_eq(md, "CPU_PINNED");
+	ck_assert(!statebus_kv_tally_labels(STATEBUS_CTR_KV_PEER_RECONNECTS, &ev, &md));
+	ck_assert_uint_le(STATEBUS_CTR_COUNT_, STATEBUS_COUNTERS_MAX);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -160,6 +283,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_server_info_facts_wildcard_host_role_bigram);
 	tcase_add_test(tc, test_server_info_without_kv_events_and_nested_server_args);
 	tcase_add_test(tc, test_server_info_out_of_range_dp_and_long_strings_are_invalid);
+	tcase_add_test(tc, test_server_info_bad_block_size_is_invalid);
+	tcase_add_test(tc, test_server_info_model_name);
+	tcase_add_test(tc, test_scenario_23_gaps_and_tallies_per_event_type_and_medium);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -146,6 +146,53 @@ START_TEST(test_in_order_stream_counts_nothing)
 }
 END_TEST
 
+/* A rank whose first batch is seq 0 is complete; otherwise partial until a
+ * reset from 0 or an AllBlocksCleared (sglang-wire.md §9 slow joiner). */
+START_TEST(test_partial_when_the_first_batch_is_not_seq_0)
+{
+	struct drive d = fresh();
+	feed(&d, 0);
+	ck_assert(!d.s.partial);
+	d = fresh();
+	feed(&d, 3);
+	ck_assert(d.s.partial);
+	feed(&d, 4);
+	ck_assert(d.s.partial);
+	feed(&d, 0); /* restart in place: cleared, complete again */
+	ck_assert(!d.s.partial);
+	feed(&d, 1);
+	feed(&d, 5);
+	ck_assert(!d.s.partial); /* a gap makes it untrusted, not partial */
+	ck_assert(d.s.untrusted);
+	sbd_seq_cleared(&d.s);
+	ck_assert(!d.s.partial && !d.s.untrusted);
+}
+END_TEST
+
+/* switchyard extension of §9: after the SUB lost its peer and connected
+ * again, the stream starts over like a new subscription (the caller clears
+ * the rank): the first batch sets the cursor without a gap and without a
+ * skip, whatever its seq; counts are kept. */
+START_TEST(test_resubscribe_starts_the_stream_over)
+{
+	struct drive d = fresh();
+	for (int q = 0; q < 6; q++)
+		feed(&d, q);
+	feed(&d, 9); /* gap: 3 missing, untrusted */
+	ck_assert_uint_eq(d.s.missing, 3);
+	sbd_seq_resubscribe(&d.s);
+	ck_assert_int_eq(d.s.cursor, -1);
+	ck_assert(!d.s.untrusted && !d.s.partial);
+	feed(&d, 2); /* new process: seq 0 and 1 were published before we reconnected */
+	ck_assert_int_eq(d.s.cursor, 2);
+	ck_assert_uint_eq(d.s.gaps, 1);
+	ck_assert_uint_eq(d.s.missing, 3);
+	ck_assert_uint_eq(d.s.skipped, 0);
+	ck_assert(d.s.partial);
+	ck_assert_uint_eq(d.s.resets, 0); /* not a publisher signal */
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("seq");
@@ -157,6 +204,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_end_seq_resets_and_next_seq_applies_without_gap);
 	tcase_add_test(tc, test_untrusted_cleared_by_all_blocks_cleared);
 	tcase_add_test(tc, test_in_order_stream_counts_nothing);
+	tcase_add_test(tc, test_partial_when_the_first_batch_is_not_seq_0);
+	tcase_add_test(tc, test_resubscribe_starts_the_stream_over);
 	suite_add_tcase(s, tc);
 	return s;
 }
