@@ -170,6 +170,14 @@ struct sy_config_policy {
 	char *chat_routing;      /* --chat-routing: only "reorg" (no-op) */
 	char *affinity_mode;     /* --affinity-mode: only "strict" (session_aware,
 				    issue 6); "soft" is refused */
+	/* Affinity policies (session_aware, sticky; reference §4.3, §4.4): */
+	char *sticky_fallback;   /* --sticky-fallback: round_robin (default) |
+				    random | power_of_two | power_of_n |
+				    load_based; only with type sticky */
+	int affinity_idle_timeout_secs; /* --affinity-idle-timeout-secs: idle TTL
+				    of session / sticky bindings; 0 absent (600) */
+	char *session_affinity_mode; /* --session-affinity-mode: only "bucket"
+				    (bindings are scoped by bucket and stage) */
 	struct sy_config_mark mark;
 };
 
@@ -220,6 +228,8 @@ struct sy_config_statebus {
 	int discovery_retry_ms;       /* next round after a failed one */
 	int replay_timeout_ms;        /* budget of one replay fetch (sglang-wire.md §3) */
 	int heartbeat_interval_ms;    /* statebus heartbeat in the region header */
+	int affinity_sweep_interval_secs; /* affinity idle-expiry sweep period (statebus,
+	                                     or the router master without one); 60 */
 };
 
 struct sy_config {

@@ -142,6 +142,34 @@ static int hook_affinity_mode(const char *in, size_t len, char **out, const char
 			   "must be strict");
 }
 
+/* Fallback of sticky (reference/policy-defaults.md §4.4). */
+static int hook_sticky_fallback(const char *in, size_t len, char **out, const char **why)
+{
+	static const char *const ok[] = {"round_robin", "random", "power_of_two", "power_of_n",
+					 "load_based"};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (strlen(ok[i]) == len && memcmp(in, ok[i], len) == 0) {
+			if ((*out = strndup(in, len)) == NULL)
+				return SY_ENOMEM;
+			return SY_OK;
+		}
+	}
+	*why = "must be round_robin, random, power_of_two, power_of_n or load_based";
+	return SY_EINVAL;
+}
+
+/* Session bindings are scoped by bucket (the binding key names model,
+ * bucket and stage): the global modes of SGLang are not offered. */
+static int hook_session_affinity_mode(const char *in, size_t len, char **out, const char **why)
+{
+	if ((len == 13 && memcmp(in, "global-rebind", 13) == 0) ||
+	    (len == 15 && memcmp(in, "global-preserve", 15) == 0)) {
+		*why = "not supported: session bindings are scoped by bucket and stage; use bucket";
+		return SY_EINVAL;
+	}
+	return hook_choice(in, len, out, why, "bucket", NULL, NULL, "must be bucket");
+}
+
 /* Header names: token characters, stored lower-case (h2o looks headers up
  * lower-case). */
 static int hook_header_name(const char *in, size_t len, char **out, const char **why)
@@ -268,6 +296,7 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, discovery_retry_ms, 10, 3600000, 5000, 0),
 	SY_CFG_INT_F(B, replay_timeout_ms, 10, 600000, 2000, 0),
 	SY_CFG_INT_F(B, heartbeat_interval_ms, 10, 60000, 1000, 0),
+	SY_CFG_INT_F(B, affinity_sweep_interval_secs, 1, 86400, 60, 0),
 };
 static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);
@@ -298,6 +327,9 @@ static const struct sy_cfg_field policy_fields[] = {
 	SY_CFG_INT_F(P, max_in_flight, 1, INT32_MAX, 0, 0),
 	SY_CFG_STR_F(P, chat_routing, NULL, SY_CFG_NULLABLE, hook_chat_routing),
 	SY_CFG_STR_F(P, affinity_mode, NULL, SY_CFG_NULLABLE, hook_affinity_mode),
+	SY_CFG_STR_F(P, sticky_fallback, NULL, SY_CFG_NULLABLE, hook_sticky_fallback),
+	SY_CFG_INT_F(P, affinity_idle_timeout_secs, 1, 30 * 86400, 0, 0),
+	SY_CFG_STR_F(P, session_affinity_mode, NULL, SY_CFG_NULLABLE, hook_session_affinity_mode),
 };
 static const struct sy_cfg_section policy_section =
 	SY_CFG_SECTION("policy", P, offsetof(P, mark), policy_fields);

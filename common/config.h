@@ -37,7 +37,8 @@
  *              health_failure_threshold: 3, health_success_threshold: 2,
  *              discovery_timeout_ms: 2000, discovery_attempts: 3,
  *              discovery_backoff_ms: 100, discovery_retry_ms: 5000,
- *              replay_timeout_ms: 2000, heartbeat_interval_ms: 1000}
+ *              replay_timeout_ms: 2000, heartbeat_interval_ms: 1000,
+ *              affinity_sweep_interval_secs: 60}
  *   router (selection keys): session_id_header: x-session-id,
  *              routing_key_header: x-sgl-routing-key,
  *              ttft_slo_policy / tps_slo_policy: disabled|best_effort|slo_first
@@ -47,7 +48,9 @@
  *                          max_inflight_requests},
  *              prefill_policy, decode_policy: power_of_n,
  *              filter: overloaded, max_in_flight, chat_routing: reorg,
- *              affinity_mode: strict}        (top-level: defaults of groups)
+ *              affinity_mode: strict, sticky_fallback: round_robin,
+ *              affinity_idle_timeout_secs: 600, session_affinity_mode:
+ *              bucket}                      (top-level: defaults of groups)
  *   buckets:  [{id (required), rank: 0, limits: {min: 0, max},
  *               max_context_tokens, ttft_ms, tokens_per_second,
  *               groups: {plain: GROUP} | {prefill: GROUP, decode: GROUP}}]
@@ -57,7 +60,8 @@
  *             come from the top-level policy)
  * Flags of the policy section (config_flags.c): --policy, --prefill-policy,
  * --decode-policy, --power-of-n-choices, --filter, --max-in-flight,
- * --chat-routing, --affinity-mode and the five admission flags
+ * --chat-routing, --affinity-mode, --sticky-fallback,
+ * --affinity-idle-timeout-secs, --session-affinity-mode and the five admission flags
  * --max-running-requests ... --max-inflight-requests.
  */
 #ifndef SY_COMMON_CONFIG_H

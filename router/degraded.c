@@ -6,7 +6,8 @@
  * default — and reaps the proc slots of dead processes. Routing then uses
  * router-local load (the in-flight rows). A statebus that starts later
  * adopts these slots by worker ID; while it is live the master leaves the
- * table alone.
+ * table alone. Likewise the master sweeps the affinity store (idle expiry,
+ * invalidated workers, abandoned claims) only while no statebus is live.
  */
 #include "router/degraded.h"
 
@@ -69,5 +70,21 @@ int rt_reap(struct statebus_region *r)
 	statebus_writer_unlock(r);
 	if (n > 0)
 		sy_info("reaped %d dead process slot(s)", n);
+	return n;
+}
+
+int rt_affinity_sweep(struct statebus_region *r, const struct sy_config *cfg, uint64_t now_ns)
+{
+	static uint64_t next_ns;
+	if (now_ns < next_ns)
+		return 0;
+	next_ns = now_ns + (uint64_t)cfg->statebus.affinity_sweep_interval_secs * 1000000000u;
+	if (rt_statebus_live(r))
+		return 0;
+	struct statebus_affinity_sweep_result res;
+	int n = statebus_affinity_sweep(r, now_ns, &res);
+	if (n > 0)
+		sy_info("affinity sweep: %u expired, %u invalidated, %u abandoned", res.expired,
+			res.invalidated, res.abandoned);
 	return n;
 }

@@ -20,4 +20,11 @@ int rt_degraded_register(struct statebus_region *r, const struct sy_config *cfg)
  * number reaped or a negative sy_err. */
 int rt_reap(struct statebus_region *r);
 
+/* Affinity idle-expiry sweep by the master while no statebus is live
+ * (statebus_affinity_sweep), at most every statebus.affinity_sweep_interval_secs
+ * of `cfg` at now_ns (CLOCK_MONOTONIC). Call it from the master's tick.
+ * Returns the number of bindings tombstoned (0 when not due or a statebus
+ * sweeps). */
+int rt_affinity_sweep(struct statebus_region *r, const struct sy_config *cfg, uint64_t now_ns);
+
 #endif

@@ -7,8 +7,11 @@
  * policy.prefill_policy, else policy.type; decode: policy.decode_policy —
  * and finally to power_of_n (the reorg default, also for decode). N comes
  * from power_of_n_choices (default 2; power_of_two forces 2). Admission caps
- * are inherited one by one. Kinds selection cannot run yet (issue 6) stop
- * the build with a message naming the key.
+ * are inherited one by one. session_aware and sticky also take
+ * sticky_fallback / affinity_idle_timeout_secs (inherited the same way);
+ * these keys on a group of another policy, or at the top level when no
+ * group uses them, are refused. Kinds selection cannot run yet stop the
+ * build with a message naming the key.
  */
 #include "router/gen.h"
 #include "common/config.h"
@@ -77,6 +80,85 @@ static int cmp_str(const void *a, const void *b)
 
 static int64_t cap_of(int64_t group, int64_t top) { return group >= 0 ? group : top; }
 
+/* Affinity options of a session_aware / sticky group (policy.h
+ * policy_set_affinity), inherited key by key from the top-level policy;
+ * a group that sets them without such a policy is refused. */
+static int build_affinity(struct engine_group *g, enum policy_kind kind, uint32_t n,
+			  const struct sy_config_policy *own, const struct sy_config *cfg,
+			  const char *path, struct sy_config_mark mark, struct sy_config_error *err)
+{
+	const struct sy_config_policy *top = &cfg->policy;
+	bool affinity = kind == POLICY_SESSION_AWARE || kind == POLICY_STICKY;
+	char keybuf[192];
+
+	if (own != NULL && own->sticky_fallback != NULL && kind != POLICY_STICKY) {
+		snprintf(keybuf, sizeof(keybuf), "%.150s.policy.sticky_fallback", path);
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
+			     "only valid with policy sticky (this group runs %s)",
+			     policy_kind_name(kind));
+		return SY_ECONFIG;
+	}
+	if (own != NULL && own->affinity_idle_timeout_secs > 0 && !affinity) {
+		snprintf(keybuf, sizeof(keybuf), "%.150s.policy.affinity_idle_timeout_secs", path);
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
+			     "only valid with policy session_aware or sticky (this group runs %s)",
+			     policy_kind_name(kind));
+		return SY_ECONFIG;
+	}
+	if (!affinity)
+		return SY_OK;
+	const char *fb = own != NULL && own->sticky_fallback ? own->sticky_fallback
+							     : top->sticky_fallback;
+	int secs = own != NULL && own->affinity_idle_timeout_secs > 0
+			   ? own->affinity_idle_timeout_secs
+			   : top->affinity_idle_timeout_secs;
+	enum policy_kind fk = POLICY_ROUND_ROBIN;
+	uint32_t fn = n;
+	if (fb != NULL && policy_kind_parse(fb, &fk, &fn) != SY_OK)
+		fk = POLICY_KIND_INVALID_;
+	const char *why = "invalid affinity options";
+	int rc = policy_set_affinity(&g->policy, fk, fn, secs > 0 ? (uint32_t)secs * 1000u : 0, &why);
+	if (rc == SY_ENOMEM)
+		return rc;
+	if (rc != SY_OK) {
+		snprintf(keybuf, sizeof(keybuf), "%.150s.policy.sticky_fallback", path);
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, keybuf, "%s", why);
+		return SY_ECONFIG;
+	}
+	return SY_OK;
+}
+
+/* Top-level affinity keys must be used by some group. */
+static int check_affinity_used(const struct router_gen *g, const struct sy_config *cfg,
+			       struct sy_config_error *err)
+{
+	bool sticky = false, affinity = false;
+	for (size_t i = 0; i < g->n_buckets; i++) {
+		const struct bucket *b = &g->buckets[i];
+		const struct engine_group *gs[3] = {&b->plain, &b->prefill, &b->decode};
+		for (int k = 0; k < 3; k++) {
+			if (gs[k]->policy.ops == NULL)
+				continue;
+			sticky |= gs[k]->policy.kind == POLICY_STICKY;
+			affinity |= gs[k]->policy.kind == POLICY_STICKY ||
+				    gs[k]->policy.kind == POLICY_SESSION_AWARE;
+		}
+	}
+	const struct sy_config_policy *top = &cfg->policy;
+	if (top->sticky_fallback != NULL && !sticky) {
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, top->mark, "policy.sticky_fallback",
+			     "no group runs policy sticky");
+		return SY_ECONFIG;
+	}
+	if (top->affinity_idle_timeout_secs > 0 && !affinity) {
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, top->mark,
+			     "policy.affinity_idle_timeout_secs",
+			     "no group runs policy session_aware or sticky");
+		return SY_ECONFIG;
+	}
+	return SY_OK;
+}
+
 /* Builds one group. `cg` NULL: a default group (all workers, top policy). */
 static int build_group(struct engine_group *g, enum engine_stage stage,
 		       const struct sy_config_group *cg, const struct sy_config *cfg,
@@ -126,9 +208,12 @@ static int build_group(struct engine_group *g, enum engine_stage stage,
 	const char *why = "invalid policy";
 	int rc = policy_init(&g->policy, kind, stage, &lim, n, &why);
 	if (rc != SY_OK) {
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, key, "%s", why);
-		return SY_ECONFIG;
+		sy_cfg_error(err, rc == SY_ENOMEM ? SY_ENOMEM : SY_ECONFIG, cfg->source, mark, key,
+			     "%s", why);
+		return rc == SY_ENOMEM ? SY_ENOMEM : SY_ECONFIG;
 	}
+	if ((rc = build_affinity(g, kind, n, own, cfg, path, mark, err)) != SY_OK)
+		return rc;
 
 	g->all_workers = cg == NULL || !cg->worker_ids_given;
 	if (!g->all_workers && cg->n_worker_ids > 0) {
@@ -252,6 +337,8 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 				return rc;
 		}
 	}
+	if ((rc = check_affinity_used(g, cfg, err)) != SY_OK)
+		return rc;
 	if ((g->order = calloc(g->n_buckets ? g->n_buckets : 1, sizeof(*g->order))) == NULL)
 		return SY_ENOMEM;
 

@@ -320,6 +320,7 @@ int main(int argc, char **argv)
 			last_tick = now;
 			rt_degraded_register(region, &mg->cfg);
 			rt_reap(region);
+			rt_affinity_sweep(region, &mg->cfg, now);
 		}
 	}
 	rt_reap(region);

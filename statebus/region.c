@@ -50,6 +50,7 @@ void statebus_params_default(struct statebus_params *p)
 	p->load_fresh_ns = STATEBUS_LOAD_FRESH_NS;
 	p->index_nodes = STATEBUS_DEFAULT_INDEX_NODES;
 	p->index_overflow = STATEBUS_DEFAULT_INDEX_NODES / 4;
+	p->affinity_entries = STATEBUS_DEFAULT_AFFINITY_ENTRIES;
 }
 
 /* Hash buckets of the index: the power of two ≥ index_nodes. */
@@ -91,6 +92,10 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_IOVF] = sizeof(struct sb_index_ovf);
 	count[SB_T_STREAMS] = p->max_workers * p->max_dp_ranks;
 	stride[SB_T_STREAMS] = sizeof(struct sb_stream_rec);
+	count[SB_T_AFFINITY] = p->affinity_entries;
+	stride[SB_T_AFFINITY] = sizeof(struct sb_affinity_entry);
+	count[SB_T_AFFLOCKS] = SB_AFFINITY_LOCKS;
+	stride[SB_T_AFFLOCKS] = sizeof(struct sb_affinity_lock);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -102,11 +107,16 @@ static int check_params(const struct statebus_params *p, char *err, size_t cap)
 	    p->arena_block_size < SB_LINE || p->arena_block_size > STATEBUS_BLOCK_SIZE_MAX ||
 	    p->arena_block_size % SB_LINE != 0 || p->load_fresh_ns == 0 ||
 	    p->index_nodes < STATEBUS_INDEX_NODES_MIN || p->index_nodes > STATEBUS_INDEX_NODES_MAX ||
-	    p->index_overflow > STATEBUS_INDEX_NODES_MAX || p->max_dp_ranks > SB_INDEX_RANK_MAX + 1) {
+	    p->index_overflow > STATEBUS_INDEX_NODES_MAX || p->max_dp_ranks > SB_INDEX_RANK_MAX + 1 ||
+	    p->affinity_entries < STATEBUS_AFFINITY_ENTRIES_MIN ||
+	    p->affinity_entries > STATEBUS_AFFINITY_ENTRIES_MAX ||
+	    (p->affinity_entries & (p->affinity_entries - 1)) != 0) {
 		sb_errf(err, cap, "capacities out of range (workers %u, dp ranks %u, procs %u, "
-			"block size %u, blocks %u, index nodes %u, overflow %u)", p->max_workers,
+			"block size %u, blocks %u, index nodes %u, overflow %u, affinity entries "
+			"%u: a power of two from %u to %u)", p->max_workers,
 			p->max_dp_ranks, p->max_procs, p->arena_block_size, p->arena_block_count,
-			p->index_nodes, p->index_overflow);
+			p->index_nodes, p->index_overflow, p->affinity_entries,
+			STATEBUS_AFFINITY_ENTRIES_MIN, STATEBUS_AFFINITY_ENTRIES_MAX);
 		return SY_ERANGE;
 	}
 	return SY_OK;
@@ -122,6 +132,7 @@ static void hdr_params(const struct statebus_hdr *h, struct statebus_params *p)
 	p->load_fresh_ns = h->load_fresh_ns;
 	p->index_nodes = h->index_nodes;
 	p->index_overflow = h->index_overflow;
+	p->affinity_entries = h->affinity_entries;
 }
 
 /* Lays out the tables after the header; returns the total size. */
@@ -210,6 +221,7 @@ static void initialise(struct statebus_hdr *h, uint8_t *base, const struct state
 	h->load_fresh_ns = p->load_fresh_ns;
 	h->index_nodes = p->index_nodes;
 	h->index_overflow = p->index_overflow;
+	h->affinity_entries = p->affinity_entries;
 	h->index_buckets = index_buckets(p->index_nodes);
 	/* index pools start empty: node_hw/ovf_hw hand out never-used entries */
 	h->created_wall_ns = sy_wall_ns();
@@ -266,6 +278,7 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 			p.index_overflow = params->index_nodes / 4;
 		}
 		if (params->index_overflow) p.index_overflow = params->index_overflow;
+		if (params->affinity_entries) p.affinity_entries = params->affinity_entries;
 	}
 	int rc = check_params(&p, err, errcap);
 	if (rc != SY_OK)
@@ -411,6 +424,10 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->index_overflow_size = h->tables[SB_T_IOVF].size;
 	out->streams_off = h->tables[SB_T_STREAMS].off;
 	out->streams_size = h->tables[SB_T_STREAMS].size;
+	out->affinity_off = h->tables[SB_T_AFFINITY].off;
+	out->affinity_size = h->tables[SB_T_AFFINITY].size;
+	out->affinity_locks_off = h->tables[SB_T_AFFLOCKS].off;
+	out->affinity_locks_size = h->tables[SB_T_AFFLOCKS].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)

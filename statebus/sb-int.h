@@ -23,6 +23,10 @@
  *             unused (0 = none)
  *   streams   max_workers × max_dp_ranks × struct sb_stream_rec (128 B):
  *             seqlock + statebus_stream (KV-event stream state)
+ *   affinity  affinity_entries × struct sb_affinity_entry (64 B): the
+ *             open-addressing binding table (affinity.c)
+ *   afflocks  SB_AFFINITY_LOCKS × struct sb_affinity_lock (64 B): stripe
+ *             locks serialising first assignments of one key (affinity.c)
  *
  * The arena's bookkeeping lives outside the blocks, so a block handed to
  * readers is never written by the allocator until it is reclaimed.
@@ -70,6 +74,8 @@ enum sb_table_id {
 	SB_T_IBUCKETS,
 	SB_T_IOVF,
 	SB_T_STREAMS,
+	SB_T_AFFINITY,
+	SB_T_AFFLOCKS,
 	SB_T_COUNT_,
 };
 
@@ -105,7 +111,7 @@ struct statebus_hdr {
 	uint32_t index_nodes;
 	uint32_t index_overflow;
 	uint32_t index_buckets;               /* power of two */
-	uint32_t reserved1;
+	uint32_t affinity_entries;            /* power of two */
 	struct sb_table tables[SB_T_COUNT_];
 
 	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by retire */
@@ -151,6 +157,20 @@ struct statebus_hdr {
 		uint64_t breadcrumbs;
 		uint64_t resets;
 	} index SB_ALIGNED;
+
+	struct sb_affinity_hdr {               /* counters, atomic adds from any process */
+		uint64_t binds;
+		uint64_t bind_conflicts;
+		uint64_t rebinds;
+		uint64_t rebind_conflicts;
+		uint64_t expired;
+		uint64_t invalidated;
+		uint64_t abandoned;
+		uint64_t full;
+		uint64_t busy;
+		uint64_t lock_steals;
+		uint64_t sweeps;
+	} affinity SB_ALIGNED;
 
 	uint64_t roots[STATEBUS_ROOTS_MAX] SB_ALIGNED;
 	uint64_t counters[STATEBUS_COUNTERS_MAX] SB_ALIGNED;
@@ -262,6 +282,43 @@ struct sb_index_ovf {
 	sb_index_owner own[SB_INDEX_OVF_OWNERS];
 } SB_ALIGNED;
 _Static_assert(sizeof(struct sb_index_ovf) == SB_LINE, "overflow record is one cache line");
+
+/* Affinity store (affinity.c). The state word packs everything a CAS must
+ * change at once: status (bits 62–63, enum statebus_affinity_state),
+ * version (48–61, bumped by every claim so a reader can tell that key
+ * fields did not change under it), worker slot (32–47) and generation
+ * (0–31; the claimer's pid while CLAIMING). */
+#define SB_AFF_STATUS(s) ((uint32_t)((s) >> 62))
+#define SB_AFF_VERSION(s) ((uint32_t)((s) >> 48) & 0x3fffu)
+#define SB_AFF_SLOT(s) ((uint32_t)((s) >> 32) & 0xffffu)
+#define SB_AFF_GEN(s) ((uint32_t)(s))
+#define SB_AFF_STATE(status, version, slot, gen)                                   \
+	((uint64_t)(status) << 62 | (uint64_t)((version) & 0x3fffu) << 48 |         \
+	 (uint64_t)((slot) & 0xffffu) << 32 | (uint64_t)(uint32_t)(gen))
+#define SB_AFFINITY_LOCKS 256u
+
+/* One binding: one cache line. key/kind/ttl/created are written only while
+ * the entry is CLAIMING (by its claimer alone) and are immutable while it is
+ * BOUND; last_used_ns is stored by any process (relaxed, monotonic-ish). */
+struct sb_affinity_entry {
+	uint64_t state;
+	uint64_t key_lo;
+	uint64_t key_hi;
+	uint64_t last_used_ns;
+	uint64_t created_ns;
+	uint32_t ttl_ms;
+	uint32_t kind;
+	uint64_t reserved[2];
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_affinity_entry) == SB_LINE, "affinity entry is one cache line");
+
+/* A stripe lock: pid of the holder, 0 = free. */
+struct sb_affinity_lock {
+	int32_t pid;
+	uint32_t reserved;
+	uint64_t taken_ns;
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_affinity_lock) == SB_LINE, "affinity lock is one cache line");
 
 /* Writer-lock repair of an index left mid-update by a dead writer: resets
  * it (index.c). Returns 1 when it did, else 0. */

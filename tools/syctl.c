@@ -25,6 +25,9 @@
  *   streams            KV-event streams per worker × DP rank (cursor, gaps,
  *                      missing, resets, skipped, untrusted, last event age)
  *                      and the statebus's counters
+ *   affinity           affinity store: counts, counters, and each binding
+ *                      (scope key digest, kind, worker, age, idle, expiry;
+ *                      syctl_affinity.c, which documents the JSON shape)
  *
  * JSON shapes are stable (scripts rely on them; fields may be added):
  *   workers --json → {"workers": [{"worker": URL, "role": "plain|prefill|decode",
@@ -85,6 +88,7 @@ static void usage(FILE *f)
 		"                 [--arena-blocks N] [--arena-block-size BYTES]\n"
 		"                 [--index-nodes N]\n"
 		"          destroy | header | workers | load | inflight | readers | streams\n"
+		"          affinity\n"
 		"          index [--worker URL]\n"
 		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]\n"
 		"          match --hashes h1,h2,...\n"
@@ -175,6 +179,7 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 		json_object_set_new(cap, "arena_block_count", json_integer(h.params.arena_block_count));
 		json_object_set_new(cap, "index_nodes", json_integer(h.params.index_nodes));
 		json_object_set_new(cap, "index_overflow", json_integer(h.params.index_overflow));
+		json_object_set_new(cap, "affinity_entries", json_integer(h.params.affinity_entries));
 		json_object_set_new(cap, "load_fresh_ms",
 				    json_integer((json_int_t)(h.params.load_fresh_ns / 1000000u)));
 		json_object_set_new(t, "capacities", cap);
@@ -200,6 +205,9 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			{"index_nodes", h.index_nodes_off, h.index_nodes_size},
 			{"index_buckets", h.index_buckets_off, h.index_buckets_size},
 			{"index_overflow", h.index_overflow_off, h.index_overflow_size},
+			{"streams", h.streams_off, h.streams_size},
+			{"affinity", h.affinity_off, h.affinity_size},
+			{"affinity_locks", h.affinity_locks_off, h.affinity_locks_size},
 		};
 		for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 			json_t *e = json_object();
@@ -224,6 +232,8 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 	printf("index              %u nodes (%" PRIu64 " B), buckets %" PRIu64 " B, "
 	       "%u overflow records (%" PRIu64 " B)\n", h.params.index_nodes, h.index_nodes_size,
 	       h.index_buckets_size, h.params.index_overflow, h.index_overflow_size);
+	printf("affinity           %u entries (%" PRIu64 " B)\n", h.params.affinity_entries,
+	       h.affinity_size);
 	if (h.daemon_pid)
 		printf("statebus           pid %d, %s, heartbeat %" PRIu64 " ms ago\n", h.daemon_pid,
 		       live ? "live" : "NOT live", (now - h.daemon_heartbeat_ns) / 1000000u);
@@ -735,7 +745,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(struct statebus_region *, const struct syctl_opts *); } cmds[] = {
 		{"create", cmd_header}, {"header", cmd_header},	  {"workers", cmd_workers},
 		{"load", cmd_load},	{"inflight", cmd_inflight}, {"readers", cmd_readers},
-		{"streams", cmd_streams},
+		{"streams", cmd_streams},   {"affinity", syctl_cmd_affinity},
 		{"index", syctl_cmd_index}, {"match", syctl_cmd_match},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -29,5 +29,8 @@ int syctl_emit_json(json_t *obj);
 int syctl_cmd_index(struct statebus_region *r, const struct syctl_opts *o);
 /* syctl match --tokens ... | --hashes ...: per-(worker, rank) depths. */
 int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o);
+/* syctl affinity: affinity store occupancy, counters and entries
+ * (syctl_affinity.c). */
+int syctl_cmd_affinity(struct statebus_region *r, const struct syctl_opts *o);
 
 #endif

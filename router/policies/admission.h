@@ -59,6 +59,11 @@ struct engine_load {
 	uint64_t pending;      /* Σ num_waiting_uncached_tokens (native), tokens */
 	double queue_ms;       /* estimated_prefill_queue_ms = 1000·pending/throughput */
 	int64_t local_active;  /* router-local in-flight (Σ rows), always known */
+	uint64_t dispatches_since_capture; /* fresh: dispatches of every router
+				  process to this worker after the report's
+				  captured_at (Σ in-flight dispatch counters now −
+				  the sum stored with the oldest rank's report;
+				  load_based's dispatch correction, sglang-wire.md §13) */
 };
 
 /* No caps at all. */

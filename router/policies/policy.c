@@ -11,6 +11,7 @@
 #include "common/errors.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -91,6 +92,28 @@ int policy_kind_parse(const char *name, enum policy_kind *kind, uint32_t *n_choi
 extern const struct policy_ops policy_round_robin_ops;
 extern const struct policy_ops policy_random_ops;
 extern const struct policy_ops policy_power_of_n_ops;
+extern const struct policy_ops policy_load_based_ops;
+extern const struct policy_ops policy_session_aware_ops;
+extern const struct policy_ops policy_sticky_ops;
+
+/* A sub-policy of an affinity policy (its fallback), same stage and caps. */
+static int fallback_new(struct policy *p, enum policy_kind kind, uint32_t n, const char **why)
+{
+	struct policy *f = malloc(sizeof(*f));
+	if (f == NULL)
+		return SY_ENOMEM;
+	int rc = policy_init(f, kind, p->stage, &p->admission, n, why);
+	if (rc != SY_OK) {
+		free(f);
+		return rc;
+	}
+	if (p->fallback != NULL) {
+		policy_destroy(p->fallback);
+		free(p->fallback);
+	}
+	p->fallback = f;
+	return SY_OK;
+}
 
 int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage,
 		const struct admission_limits *admission, uint32_t n_choices, const char **why)
@@ -123,27 +146,55 @@ int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage
 			*why = "policy cache_aware arrives with issue 6";
 		return SY_EUNSUPPORTED;
 	case POLICY_SESSION_AWARE:
-		if (why)
-			*why = "policy session_aware arrives with issue 6";
-		return SY_EUNSUPPORTED;
+		/* New and keyless sessions: power-of-N (reference §4.3). */
+		p->ops = &policy_session_aware_ops;
+		p->idle_ttl_ms = STATEBUS_AFFINITY_DEFAULT_TTL_MS;
+		return fallback_new(p, POLICY_POWER_OF_N, n_choices ? n_choices : 2, why);
 	case POLICY_STICKY:
-		if (why)
-			*why = "policy sticky arrives with issue 6";
-		return SY_EUNSUPPORTED;
+		p->ops = &policy_sticky_ops;
+		p->idle_ttl_ms = STATEBUS_AFFINITY_DEFAULT_TTL_MS;
+		return fallback_new(p, POLICY_ROUND_ROBIN, 0, why);
 	case POLICY_LOAD_BASED:
-		if (why)
-			*why = "policy load_based arrives with issue 6";
-		return SY_EUNSUPPORTED;
+		p->ops = &policy_load_based_ops;
+		return SY_OK;
+	case POLICY_KIND_INVALID_:
+		break;
 	}
 	if (why)
 		*why = "unknown policy kind";
 	return SY_EINVAL;
 }
 
+int policy_set_affinity(struct policy *p, enum policy_kind fallback, uint32_t fallback_n,
+			uint32_t idle_ttl_ms, const char **why)
+{
+	if (p->kind != POLICY_SESSION_AWARE && p->kind != POLICY_STICKY) {
+		if (why)
+			*why = "affinity options apply to session_aware and sticky only";
+		return SY_EINVAL;
+	}
+	p->idle_ttl_ms = idle_ttl_ms ? idle_ttl_ms : STATEBUS_AFFINITY_DEFAULT_TTL_MS;
+	if (p->kind == POLICY_SESSION_AWARE)
+		return SY_OK;
+	if (fallback != POLICY_ROUND_ROBIN && fallback != POLICY_RANDOM &&
+	    fallback != POLICY_POWER_OF_N && fallback != POLICY_LOAD_BASED) {
+		if (why)
+			*why = "a sticky fallback must be round_robin, random, power_of_two, "
+			       "power_of_n or load_based";
+		return SY_EINVAL;
+	}
+	return fallback_new(p, fallback, fallback_n ? fallback_n : 2, why);
+}
+
 void policy_destroy(struct policy *p)
 {
 	if (p->ops != NULL && p->ops->destroy != NULL)
 		p->ops->destroy(p);
+	if (p->fallback != NULL) {
+		policy_destroy(p->fallback);
+		free(p->fallback);
+	}
+	p->fallback = NULL;
 	p->ops = NULL;
 	p->state = NULL;
 }

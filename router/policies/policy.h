@@ -19,8 +19,11 @@
  *
  * Implemented here: round_robin (policies/round_robin.c), random
  * (policies/random.c), power_of_n (policies/power_of_n.c; power_of_two =
- * power_of_n with N = 2). cache_aware, session_aware, sticky and load_based
- * are recognised names that router_gen_build() refuses until issue 6.
+ * power_of_n with N = 2), load_based (policies/load_based.c), and the
+ * affinity policies session_aware (policies/session_aware.c) and sticky
+ * (policies/sticky.c), whose bindings live in the state plane's affinity
+ * store (policies/affinity.c, statebus/affinity.c). cache_aware is a
+ * recognised name that router_gen_build() refuses until its issue lands.
  */
 #ifndef SY_ROUTER_POLICIES_POLICY_H
 #define SY_ROUTER_POLICIES_POLICY_H
@@ -109,6 +112,7 @@ enum policy_kind {
 	POLICY_SESSION_AWARE, /* issue 6 */
 	POLICY_STICKY,        /* issue 6 */
 	POLICY_LOAD_BASED,    /* issue 6 */
+	POLICY_KIND_INVALID_, /* not a policy (error paths only) */
 };
 
 struct policy;
@@ -129,7 +133,13 @@ struct policy {
 	enum engine_stage stage;
 	struct admission_limits admission;
 	uint32_t n_choices;   /* power_of_n: N (≥ 1; default 2) */
-	uint64_t cursor;      /* round_robin: next index (mod n), per process */
+	uint64_t cursor;      /* round_robin: next index (mod n); load_based:
+				 tie-break rotation; per process */
+	uint32_t idle_ttl_ms; /* session_aware, sticky: binding idle TTL
+				 (default STATEBUS_AFFINITY_DEFAULT_TTL_MS) */
+	struct policy *fallback; /* session_aware: power_of_n (N = n_choices);
+				    sticky: its fallback (default round_robin);
+				    owned, NULL otherwise */
 	void *state;          /* issue 6 policies' own state */
 };
 
@@ -146,6 +156,14 @@ const char *policy_kind_name(enum policy_kind k);
  * SY_EINVAL when n_choices is 0 for power_of_n. */
 int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage,
 		const struct admission_limits *admission, uint32_t n_choices, const char **why);
+
+/* Sets the affinity options of a session_aware or sticky policy after
+ * policy_init: the sticky fallback kind (round_robin, random, power_of_n
+ * with fallback_n choices, load_based; ignored for session_aware) and the
+ * idle TTL in ms (0 = 600 s). Returns 0; SY_EINVAL (*why) for another
+ * policy kind or a fallback that cannot be one; SY_ENOMEM. */
+int policy_set_affinity(struct policy *p, enum policy_kind fallback, uint32_t fallback_n,
+			uint32_t idle_ttl_ms, const char **why);
 
 /* Releases what policy_init acquired. */
 void policy_destroy(struct policy *p);

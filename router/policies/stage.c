@@ -6,8 +6,9 @@
  * statebus_load_view at the selection's time (fresh = every expected DP rank
  * within 5 s, native = V3 on every rank with capacities > 0) and
  * statebus_inflight_sum (router-local in-flight, summed over the router
- * processes' rows). A view of another slot generation than the candidate's
- * is unknown. Unknown is never zero: the flags say what may be read.
+ * processes' rows; with a fresh view also the dispatches made since the
+ * report's capture, from the dispatch counters). A view of another slot
+ * generation than the candidate's is unknown. Unknown is never zero: the flags say what may be read.
  *
  * Comparison, lower wins, next step only on a tie:
  *   step  prefill / plain                      decode
@@ -51,9 +52,14 @@ const struct engine_load *pick_ctx_load(struct pick_ctx *ctx, size_t i)
 			}
 		}
 		int64_t inflight = 0;
-		if (statebus_inflight_sum(ctx->region, c->slot, &inflight, NULL) == SY_OK &&
-		    inflight > 0)
-			l->local_active = inflight;
+		uint64_t dispatches = 0;
+		if (statebus_inflight_sum(ctx->region, c->slot, &inflight, &dispatches) == SY_OK) {
+			if (inflight > 0)
+				l->local_active = inflight;
+			/* A reaped row lowers the sum: never negative. */
+			if (l->fresh && dispatches > v.dispatches_at_capture)
+				l->dispatches_since_capture = dispatches - v.dispatches_at_capture;
+		}
 	}
 	c->load_read = true;
 	return l;

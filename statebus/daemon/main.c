@@ -206,6 +206,16 @@ static void periodic(struct sbd *d, uint64_t now)
 		(void)statebus_reclaim(d->r);
 		d->next_sweep_ns = now + 1000000000u;
 	}
+	if (now >= d->next_affinity_sweep_ns) {
+		/* Idle expiry, worker invalidation, abandoned claims: CAS on the
+		 * shared table, alongside the routers (no writer lock needed). */
+		struct statebus_affinity_sweep_result res;
+		if (d->next_affinity_sweep_ns != 0 && statebus_affinity_sweep(d->r, now, &res) > 0)
+			sy_info("affinity sweep: %u expired, %u invalidated, %u abandoned",
+				res.expired, res.invalidated, res.abandoned);
+		d->next_affinity_sweep_ns =
+			now + (uint64_t)d->cfg.statebus.affinity_sweep_interval_secs * 1000000000u;
+	}
 	sbd_fleet_timers(d, now);
 	sbd_sub_timers(d, now);
 }

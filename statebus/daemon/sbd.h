@@ -107,6 +107,7 @@ struct sbd {
 	int wake_fd;                    /* read end of the HTTP thread's pipe */
 	uint64_t next_heartbeat_ns, next_sweep_ns;
 	uint32_t mon_seq;               /* names the next inproc monitor endpoint */
+	uint64_t next_affinity_sweep_ns; /* affinity idle-expiry sweep (affinity.c) */
 };
 
 extern volatile sig_atomic_t sbd_stop;

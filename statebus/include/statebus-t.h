@@ -20,7 +20,8 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 3u /* 2: radix index tables; 3: + streams table */
+#define STATEBUS_LAYOUT_VERSION 4u /* 2: radix index tables; 3: + streams table;
+                                     4: + affinity store (entries, stripe locks) */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -35,6 +36,7 @@
 #define STATEBUS_DEFAULT_BLOCK_SIZE 256u     /* bytes */
 #define STATEBUS_DEFAULT_BLOCK_COUNT 16384u  /* 4 MiB of arena */
 #define STATEBUS_DEFAULT_INDEX_NODES 131072u /* radix index nodes (8 MiB) */
+#define STATEBUS_DEFAULT_AFFINITY_ENTRIES 65536u /* affinity bindings (4 MiB) */
 /* Load freshness window: a rank's report older than this is stale
  * (SGLang EngineReportedLoadTable, sglang-wire.md §13). */
 #define STATEBUS_LOAD_FRESH_NS UINT64_C(5000000000)
@@ -47,6 +49,8 @@
 #define STATEBUS_BLOCK_COUNT_MAX (1u << 24)
 #define STATEBUS_INDEX_NODES_MIN 16u
 #define STATEBUS_INDEX_NODES_MAX (1u << 26)  /* 4 GiB of nodes */
+#define STATEBUS_AFFINITY_ENTRIES_MIN 64u    /* power of two */
+#define STATEBUS_AFFINITY_ENTRIES_MAX (1u << 24)
 
 /* Capacities of a region, fixed at creation. Passed to
  * statebus_region_open() by the creating process (NULL = all defaults);
@@ -64,6 +68,8 @@ struct statebus_params {
 	uint32_t index_overflow;    /* overflow owner records, 7 owners each, for
 	                               blocks with more than one owner (default
 	                               index_nodes / 4; 64 B each) */
+	uint32_t affinity_entries;  /* affinity store capacity in bindings, a power
+	                               of two (default 65536; 64 B each) */
 };
 
 /* statebus_region_open() flags. */
@@ -103,6 +109,8 @@ struct statebus_header_info {
 	uint64_t index_buckets_off, index_buckets_size;   /* hash → node chains */
 	uint64_t index_overflow_off, index_overflow_size; /* extra owner records */
 	uint64_t streams_off, streams_size;               /* KV-event stream records */
+	uint64_t affinity_off, affinity_size;             /* affinity bindings */
+	uint64_t affinity_locks_off, affinity_locks_size; /* first-assignment stripe locks */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -339,6 +347,90 @@ struct statebus_index_owner_stats {
 	uint32_t reserved;
 	uint64_t blocks;       /* nodes owned in any tier */
 	uint64_t tier_blocks[4]; /* nodes per tier: DEVICE, HOST, DISK, EXTERNAL */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Affinity store (affinity.c; DESIGN.md §3, §9)                            */
+
+/* 128-bit scope digest of a binding: XXH3-128 of the SGLang binding key
+ * string "{kind}:{stage}:{len(model)}:{model}{len(bucket)}:{bucket}{key}"
+ * (statebus_affinity_key_make). Two distinct scopes collide with
+ * probability ~2^-128 per pair: a collision would share one binding, which
+ * we accept as negligible (≪ 2^-90 for 2^16 live bindings). */
+struct statebus_affinity_key {
+	uint64_t lo; /* low 64 bits: home position = lo mod capacity */
+	uint64_t hi; /* high 64 bits: first-assignment stripe lock = hi mod locks */
+};
+
+/* What a binding is for (part of the key string and shown by syctl). */
+enum statebus_affinity_kind {
+	STATEBUS_AFFINITY_SESSION = 1, /* session_aware: "session:..." */
+	STATEBUS_AFFINITY_STICKY = 2,  /* sticky: "sticky:..." */
+};
+
+/* State of one entry (statebus_affinity_info.state). */
+enum statebus_affinity_state {
+	STATEBUS_AFFINITY_EMPTY = 0,     /* never used: ends a probe chain */
+	STATEBUS_AFFINITY_CLAIMING = 1,  /* a first assignment is being written */
+	STATEBUS_AFFINITY_BOUND = 2,     /* key → (worker slot, generation) */
+	STATEBUS_AFFINITY_TOMBSTONE = 3, /* expired / invalidated: reusable */
+};
+
+/* Idle TTL of SGLang's session and sticky bindings (600 s) and their sweep
+ * period (60 s) (reference/policy-defaults.md §4.3, §4.4). */
+#define STATEBUS_AFFINITY_DEFAULT_TTL_MS 600000u
+#define STATEBUS_AFFINITY_DEFAULT_SWEEP_MS 60000u
+
+/* A binding as a lookup or bind returned it. `index` and `token` name the
+ * exact entry state observed, so statebus_affinity_rebind() replaces it
+ * only if nobody changed it since (CAS). Valid until the next call. */
+struct statebus_affinity_binding {
+	uint32_t worker;      /* worker slot */
+	uint32_t worker_gen;  /* generation of that slot at bind time */
+	uint32_t index;       /* entry index in the table */
+	uint32_t reserved;
+	uint64_t token;       /* the entry's state word (opaque) */
+};
+
+/* Copy of one entry for tools (statebus_affinity_read). */
+struct statebus_affinity_info {
+	uint32_t index;
+	uint32_t state;           /* enum statebus_affinity_state */
+	uint32_t kind;            /* enum statebus_affinity_kind (BOUND only) */
+	uint32_t worker;          /* BOUND: worker slot */
+	uint32_t worker_gen;      /* BOUND: slot generation; CLAIMING: claimer pid */
+	uint32_t ttl_ms;          /* idle TTL */
+	struct statebus_affinity_key key;
+	uint64_t created_ns;      /* CLOCK_MONOTONIC of the first assignment */
+	uint64_t last_used_ns;    /* CLOCK_MONOTONIC of the last lookup hit / bind */
+};
+
+/* What one statebus_affinity_sweep() tombstoned. */
+struct statebus_affinity_sweep_result {
+	uint32_t expired;     /* idle longer than their TTL */
+	uint32_t invalidated; /* worker (slot, generation) no longer valid */
+	uint32_t abandoned;   /* claims left by dead processes */
+};
+
+/* Occupancy (one scan) and region-wide counters (statebus_affinity_stats). */
+struct statebus_affinity_stats {
+	uint32_t capacity;        /* params.affinity_entries */
+	uint32_t bound;
+	uint32_t claiming;
+	uint32_t tombstones;
+	uint32_t empty;
+	uint32_t locks;           /* stripe locks */
+	uint64_t binds;           /* first assignments won */
+	uint64_t bind_conflicts;  /* first assignments lost to a concurrent winner */
+	uint64_t rebinds;         /* invalid bindings replaced by CAS */
+	uint64_t rebind_conflicts;/* replacements lost to a concurrent writer */
+	uint64_t expired;         /* tombstoned by the sweep: idle past their TTL */
+	uint64_t invalidated;     /* tombstoned by the sweep: worker (slot, gen) gone */
+	uint64_t abandoned;       /* tombstoned by the sweep: claimer died mid-claim */
+	uint64_t full;            /* first assignments refused: probe window full */
+	uint64_t busy;            /* first assignments given up: stripe lock held too long */
+	uint64_t lock_steals;     /* stripe locks taken over from dead holders */
+	uint64_t sweeps;          /* statebus_affinity_sweep() runs */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -425,4 +425,86 @@ void statebus_index_stats(const struct statebus_region *r, struct statebus_index
 int statebus_index_owner_stats(struct statebus_region *r, int64_t worker,
 			       struct statebus_index_owner_stats *out, size_t cap);
 
+/* ======================================================================== */
+/* Affinity store (affinity.c) — DESIGN.md §3, §9                           */
+/*
+ * Session and sticky bindings shared by every router process of the host:
+ * scope digest → worker (slot, generation), with an idle TTL. Multi-writer:
+ * routers bind and rebind, the statebus (or the router master) sweeps;
+ * every function is safe from any process without the writer lock and
+ * never blocks except statebus_affinity_bind(), which may wait up to 200 ms
+ * for a stripe lock held by a live process. The region handle is const
+ * because the handle is not changed; the shared table is. Times are
+ * CLOCK_MONOTONIC ns.
+ */
+
+/* Scope digest of a binding: XXH3-128 of the SGLang binding key string
+ * "{session|sticky}:{stage}:{len(model)}:{model}{len(bucket)}:{bucket}{key}"
+ * (stage = 0 plain, 1 prefill, 2 decode; reference/policy-defaults.md §4.3).
+ * Strings are byte spans (no NUL needed). Errors: SY_EINVAL. */
+int statebus_affinity_key_make(enum statebus_affinity_kind kind, uint32_t stage,
+			       const char *model, size_t model_len, const char *bucket,
+			       size_t bucket_len, const char *key, size_t key_len,
+			       struct statebus_affinity_key *out);
+
+/* Finds the binding of `key`. On SY_OK *out names the worker and the exact
+ * entry state (for rebind); the entry's last use becomes now_ns (at most
+ * every 50 ms; now_ns 0 = do not touch). The caller decides whether the
+ * worker is still usable (statebus_worker_valid, group membership): an
+ * invalid one is replaced with statebus_affinity_rebind().
+ * Errors: SY_ENOENT (unbound), SY_EINVAL. */
+int statebus_affinity_lookup(const struct statebus_region *r,
+			     const struct statebus_affinity_key *key, uint64_t now_ns,
+			     struct statebus_affinity_binding *out);
+
+/* First assignment: binds `key` to worker (slot, gen) with idle TTL ttl_ms
+ * unless a binding exists. SY_OK: ours (*out). SY_EEXIST: another process
+ * (or an earlier call) won; *out is the winner, which the caller must
+ * re-check (valid? a candidate? admitted?). Never creates two bindings for
+ * one key (see affinity.c). Errors: SY_EINVAL (worker out of range, ttl 0,
+ * bad kind), SY_ENOSPC (no free entry within the probe window), SY_EBUSY
+ * (the key's stripe lock stayed held by a live process for 200 ms). */
+int statebus_affinity_bind(const struct statebus_region *r,
+			   const struct statebus_affinity_key *key, enum statebus_affinity_kind kind,
+			   uint32_t worker, uint32_t worker_gen, uint32_t ttl_ms, uint64_t now_ns,
+			   struct statebus_affinity_binding *out);
+
+/* Replaces binding `old` (as returned for `key`) by worker (slot, gen) —
+ * only if the entry still holds exactly `old` (CAS). SY_OK: replaced (*out).
+ * SY_EEXIST: someone rebound it first; *out is the winner (re-check it,
+ * bounded retries). SY_ENOENT: it expired or was reused meanwhile (bind
+ * afresh). SY_EINVAL: bad arguments. */
+int statebus_affinity_rebind(const struct statebus_region *r,
+			     const struct statebus_affinity_key *key,
+			     const struct statebus_affinity_binding *old, uint32_t worker,
+			     uint32_t worker_gen, uint64_t now_ns,
+			     struct statebus_affinity_binding *out);
+
+/* Removes binding `b` of `key` (tombstone) if the entry still holds it.
+ * Errors: SY_ENOENT (already gone or replaced), SY_EBUSY (changed during
+ * the call), SY_EINVAL. */
+int statebus_affinity_unbind(const struct statebus_region *r,
+			     const struct statebus_affinity_key *key,
+			     const struct statebus_affinity_binding *b);
+
+/* Sweep (statebus daemon every statebus.affinity_sweep_interval_secs, 60 s
+ * by default; the router master when no statebus runs): tombstones every
+ * binding idle longer than its TTL at now_ns, every binding whose worker
+ * (slot, generation) is no longer valid, and claims left by dead processes.
+ * O(capacity). Fills *res when not NULL; returns the number tombstoned
+ * (≥ 0) or SY_EINVAL. Safe alongside routers and another sweeper. */
+int statebus_affinity_sweep(const struct statebus_region *r, uint64_t now_ns,
+			    struct statebus_affinity_sweep_result *res);
+
+/* Entries in this region (params.affinity_entries). */
+uint32_t statebus_affinity_capacity(const struct statebus_region *r);
+
+/* Copy of entry `index` (< capacity) for tools. Errors: SY_EINVAL,
+ * SY_ESTALE (changing too fast to copy). */
+int statebus_affinity_read(const struct statebus_region *r, uint32_t index,
+			   struct statebus_affinity_info *out);
+
+/* Occupancy (scans the table: O(capacity)) and counters. */
+void statebus_affinity_stats(const struct statebus_region *r, struct statebus_affinity_stats *out);
+
 #endif

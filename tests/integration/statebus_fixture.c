@@ -103,6 +103,16 @@ int main(int argc, char **argv)
 	statebus_writer_unlock(r);
 	statebus_inflight_acquire(r, proc, s1, now);
 	statebus_inflight_acquire(r, proc, s1, now);
+	/* Affinity: a session bound to 30001 (TTL 600 s), a sticky key to 30003. */
+	struct statebus_affinity_key ka, kb;
+	struct statebus_affinity_binding b;
+	if (statebus_affinity_key_make(STATEBUS_AFFINITY_SESSION, 0, "m", 1, "default", 7, "s-1", 3,
+				       &ka) ||
+	    statebus_affinity_key_make(STATEBUS_AFFINITY_STICKY, 2, "m", 1, "default", 7, "u", 1,
+				       &kb) ||
+	    statebus_affinity_bind(r, &ka, STATEBUS_AFFINITY_SESSION, s1, g1, 600000, now, &b) ||
+	    statebus_affinity_bind(r, &kb, STATEBUS_AFFINITY_STICKY, s3, g3, 10000, now, &b))
+		return 1;
 	printf("ready\n");
 	fflush(stdout);
 	char buf[64];

@@ -56,6 +56,15 @@ a = w["http://127.0.0.1:30001"]
 assert a["in_flight"] == 2 and a["dispatches"] == 2 and len(a["rows"]) == 1, a
 assert w["http://127.0.0.1:30002"]["in_flight"] == 0
 '
+"$syctl" --shm "$shm" affinity --json | $py -c '
+import json,sys; d=json.load(sys.stdin)
+assert d["capacity"] == 65536 and d["bound"] == 2 and d["counters"]["binds"] == 2, d
+e = {x["kind"]: x for x in d["entries"]}
+s, k = e["session"], e["sticky"]
+assert s["worker"] == "http://127.0.0.1:30001" and s["worker_valid"] is True, s
+assert s["ttl_ms"] == 600000 and 0 < s["expires_in_ms"] <= 600000 and len(s["key"]) == 32, s
+assert k["worker"] == "http://127.0.0.1:30003" and k["ttl_ms"] == 10000, k
+'
 "$syctl" --shm "$shm" readers --json | $py -c '
 import json,sys; d=json.load(sys.stdin)
 assert len(d["readers"]) == 1 and d["readers"][0]["role"] == "tool" and d["readers"][0]["alive"], d

@@ -433,13 +433,16 @@ START_TEST(test_policy_kinds_power_of_two_and_issue6_refusals)
 	ck_assert_int_eq(policy_kind_parse("nope", &k, &n), SY_EINVAL);
 	struct policy p;
 	const char *why = NULL;
-	const char *names[] = {"cache_aware", "session_aware", "sticky", "load_based"};
-	for (int i = 0; i < 4; i++) {
+	ck_assert_int_eq(policy_kind_parse("cache_aware", &k, NULL), SY_OK);
+	ck_assert_int_eq(policy_init(&p, k, STAGE_PLAIN, NULL, 2, &why), SY_EUNSUPPORTED);
+	ck_assert_str_eq(why, "policy cache_aware arrives with issue 6");
+	/* session_aware, sticky and load_based are built (test_affinity_policies.c) */
+	const char *names[] = {"session_aware", "sticky", "load_based"};
+	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(policy_kind_parse(names[i], &k, NULL), SY_OK);
-		ck_assert_int_eq(policy_init(&p, k, STAGE_PLAIN, NULL, 2, &why), SY_EUNSUPPORTED);
-		char want[64];
-		snprintf(want, sizeof(want), "policy %s arrives with issue 6", names[i]);
-		ck_assert_str_eq(why, want);
+		ck_assert_int_eq(policy_init(&p, k, STAGE_PLAIN, NULL, 2, &why), SY_OK);
+		ck_assert_str_eq(p.ops->name, names[i]);
+		policy_destroy(&p);
 	}
 }
 END_TEST

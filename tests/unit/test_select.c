@@ -265,9 +265,13 @@ END_TEST
 
 START_TEST(test_issue6_policy_from_flag_fails_the_build)
 {
+	/* sticky is built since issue 6 (item 4); its fallback comes from a flag */
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "sticky", &cerr), SY_OK);
-	ck_assert_int_eq(build(NULL), SY_ECONFIG);
-	ck_assert_str_eq(cerr.msg, "policy.type: policy sticky arrives with issue 6");
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--sticky-fallback", "load_based",
+					      &cerr), SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_STICKY);
+	ck_assert_int_eq(gen->buckets[0].plain.policy.fallback->kind, POLICY_LOAD_BASED);
 }
 END_TEST
 
