@@ -255,11 +255,11 @@ END_TEST
 
 START_TEST(test_issue6_policy_types_fail_the_build_naming_the_key)
 {
-	ck_assert_int_eq(build("buckets:\n  - {id: a, groups: {plain: {policy: {type: cache_aware}}}}\n"),
+	ck_assert_int_eq(build("buckets:\n  - {id: a, groups: {plain: {policy: {type: sticky}}}}\n"),
 			 SY_ECONFIG);
 	ck_assert_ptr_null(gen);
 	ck_assert_str_eq(cerr.msg, "t.yaml:2:38: buckets[0].groups.plain.policy.type: policy "
-				   "cache_aware arrives with issue 6");
+				   "sticky arrives with issue 6");
 }
 END_TEST
 
