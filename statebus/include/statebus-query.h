@@ -127,4 +127,36 @@ int statebus_query_add_match(struct statebus_query_buf *b, const char *url, size
 int statebus_query_decode_reply(const uint8_t *frame, size_t len, struct statebus_query_reply *out,
 				uint32_t matches_cap);
 
+/* ---- serving (query_serve.c) ---------------------------------------------
+ * The answering side, socket-free so that the daemon and tests share it.
+ * The model's block size and bigram mode are read from the workers table
+ * (the first worker of the model with a cache signal, an accepted stream and
+ * a block size — the statebus's per-model oracle): a request that disagrees
+ * is "rejected"; a model with no indexed worker is answered "ok" with no
+ * matches (a confirmed miss: nothing is known there). Matches name the
+ * worker's ID; owners of other models are left out. Cost: one scan of the
+ * workers table per query plus statebus_index_match(). */
+struct statebus_region;
+struct statebus_index_match;
+
+/* Scratch of a server (hashes, matches, reply buffer), kept across queries. */
+struct statebus_query_server {
+	int64_t *hashes;                       /* STATEBUS_QUERY_MAX_HASHES */
+	struct statebus_index_match *matches;  /* cap_matches */
+	size_t cap_matches;
+	struct statebus_query_buf out;         /* the last reply */
+	uint64_t answered, rejected, overloaded, too_large, bad; /* counters */
+};
+
+/* Allocates the scratch. Errors: SY_ENOMEM. */
+int statebus_query_server_init(struct statebus_query_server *s);
+void statebus_query_server_free(struct statebus_query_server *s);
+
+/* Answers the request in `frame` (`len` bytes) from region `r` (a handle
+ * with a claimed proc slot) into s->out. `overloaded`: answer
+ * "overloaded" without looking (load shedding; the id is still echoed).
+ * Returns SY_OK (a reply is ready, whatever its status) or SY_ENOMEM. */
+int statebus_query_answer(struct statebus_query_server *s, struct statebus_region *r,
+			  const uint8_t *frame, size_t len, bool overloaded);
+
 #endif
