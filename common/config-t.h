@@ -178,6 +178,28 @@ struct sy_config_policy {
 				    of session / sticky bindings; 0 absent (600) */
 	char *session_affinity_mode; /* --session-affinity-mode: only "bucket"
 				    (bindings are scoped by bucket and stage) */
+	/* cache_aware (reference/policy-defaults.md §2). Valid at the top level
+	 * (defaults of every cache_aware group) and in a cache_aware group's
+	 * block; -1 (doubles: -1.0) = absent: inherit the top level, then the
+	 * reference default (router/policies/cache_aware.h). */
+	int64_t cache_affinity_min_matched_tokens; /* tokens, ≥ 0; default 1024 */
+	double cache_affinity_min_match_ratio;     /* 0..1; default unset */
+	int64_t cache_candidate_min_workers;       /* ≥ 1; default 8 */
+	double cache_candidate_ratio;              /* 0..1 (> 0); default 0.05 */
+	int64_t cache_candidate_max_workers;       /* ≥ 1, ≥ min; default 32 */
+	int64_t cache_switch_margin_tokens;        /* tokens, ≥ 0; default 1024 */
+	int64_t worker_queue_limit;                /* waiting requests, ≥ 1; unset */
+	int64_t saturation_queue_floor;            /* 1..worker_queue_limit; unset */
+	int64_t min_load_choices;                  /* ≥ 1; default 2 */
+	bool disable_pressure_guard;               /* true here or at the top: off */
+	int64_t pressure_abs_threshold_tokens;     /* tokens, ≥ 0; default 1024 */
+	double pressure_abs_threshold_ms;          /* ms, ≥ 0; default unset */
+	double pressure_rel_threshold;             /* > 1; default 1.5 */
+	char *cache_prefix_provider;               /* local (default) | indexer */
+	char *kv_indexer_endpoint;                 /* ZMQ endpoint of another
+						      statebus's query_endpoint */
+	int64_t kv_indexer_timeout_ms;             /* ms, 1..60000; default 100 */
+	int64_t kv_indexer_max_inflight;           /* queries, 1..4096; default 32 */
 	struct sy_config_mark mark;
 };
 

@@ -106,6 +106,20 @@ static int hook_policy_type(const char *in, size_t len, char **out, const char *
 	return SY_EINVAL;
 }
 
+/* policy.cache_prefix_provider: where cache_aware asks for prefix depths
+ * (SGLang --cache-prefix-provider): "local" (this host's statebus index) or
+ * "indexer" (another statebus's query endpoint, kv_indexer_endpoint). */
+static int hook_prefix_provider(const char *in, size_t len, char **out, const char **why)
+{
+	if ((len == 5 && memcmp(in, "local", 5) == 0) || (len == 7 && memcmp(in, "indexer", 7) == 0)) {
+		if ((*out = strndup(in, len)) == NULL)
+			return SY_ENOMEM;
+		return SY_OK;
+	}
+	*why = "must be local or indexer";
+	return SY_EINVAL;
+}
+
 /* One accepted value, or a refused one with its replacement. */
 static int hook_choice(const char *in, size_t len, char **out, const char **why,
 		       const char *accepted, const char *refused, const char *refused_why,
@@ -330,6 +344,23 @@ static const struct sy_cfg_field policy_fields[] = {
 	SY_CFG_STR_F(P, sticky_fallback, NULL, SY_CFG_NULLABLE, hook_sticky_fallback),
 	SY_CFG_INT_F(P, affinity_idle_timeout_secs, 1, 30 * 86400, 0, 0),
 	SY_CFG_STR_F(P, session_affinity_mode, NULL, SY_CFG_NULLABLE, hook_session_affinity_mode),
+	SY_CFG_INT_F(P, cache_affinity_min_matched_tokens, 0, INT64_MAX, -1, 0),
+	SY_CFG_DOUBLE_F(P, cache_affinity_min_match_ratio, 0.0, 1.0, -1.0),
+	SY_CFG_INT_F(P, cache_candidate_min_workers, 1, 65536, -1, 0),
+	SY_CFG_DOUBLE_F(P, cache_candidate_ratio, 0.0, 1.0, -1.0),
+	SY_CFG_INT_F(P, cache_candidate_max_workers, 1, 65536, -1, 0),
+	SY_CFG_INT_F(P, cache_switch_margin_tokens, 0, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(P, worker_queue_limit, 1, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(P, saturation_queue_floor, 1, INT64_MAX, -1, 0),
+	SY_CFG_INT_F(P, min_load_choices, 1, 65536, -1, 0),
+	SY_CFG_BOOL_F(P, disable_pressure_guard, false),
+	SY_CFG_INT_F(P, pressure_abs_threshold_tokens, 0, INT64_MAX, -1, 0),
+	SY_CFG_DOUBLE_F(P, pressure_abs_threshold_ms, 0.0, 1e12, -1.0),
+	SY_CFG_DOUBLE_F(P, pressure_rel_threshold, 0.0, 1e12, -1.0),
+	SY_CFG_STR_F(P, cache_prefix_provider, NULL, SY_CFG_NULLABLE, hook_prefix_provider),
+	SY_CFG_STR_F(P, kv_indexer_endpoint, NULL, SY_CFG_NULLABLE, hook_zmq_endpoint),
+	SY_CFG_INT_F(P, kv_indexer_timeout_ms, 1, 60000, -1, 0),
+	SY_CFG_INT_F(P, kv_indexer_max_inflight, 1, 4096, -1, 0),
 };
 static const struct sy_cfg_section policy_section =
 	SY_CFG_SECTION("policy", P, offsetof(P, mark), policy_fields);
@@ -631,6 +662,113 @@ static int finish_policy(struct sy_config *cfg, struct sy_config_error *err)
 	return SY_OK;
 }
 
+/* ---- cache_aware keys (reference/policy-defaults.md §2) ------------------ */
+
+static int64_t eff_i(int64_t own, int64_t top) { return own >= 0 ? own : top; }
+static double eff_d(double own, double top) { return own >= 0 ? own : top; }
+
+/* The policy type a group of `role` runs (the rule of router/gen.c). */
+static const char *group_type(const struct sy_config *cfg, const struct sy_config_policy *own,
+			      int role)
+{
+	const struct sy_config_policy *top = &cfg->policy;
+	if (own != NULL && own->type != NULL)
+		return own->type;
+	if (role == SY_ROLE_DECODE)
+		return top->decode_policy ? top->decode_policy : "power_of_n";
+	if (role == SY_ROLE_PREFILL && top->prefill_policy != NULL)
+		return top->prefill_policy;
+	return top->type ? top->type : "power_of_n";
+}
+
+/* The first cache_aware-only key set in `p`, or NULL. */
+static const char *cache_key_set(const struct sy_config_policy *p)
+{
+	return p->cache_affinity_min_matched_tokens >= 0   ? "cache_affinity_min_matched_tokens"
+	       : p->cache_affinity_min_match_ratio >= 0    ? "cache_affinity_min_match_ratio"
+	       : p->cache_candidate_min_workers >= 0       ? "cache_candidate_min_workers"
+	       : p->cache_candidate_ratio >= 0             ? "cache_candidate_ratio"
+	       : p->cache_candidate_max_workers >= 0       ? "cache_candidate_max_workers"
+	       : p->cache_switch_margin_tokens >= 0        ? "cache_switch_margin_tokens"
+	       : p->worker_queue_limit >= 0                ? "worker_queue_limit"
+	       : p->saturation_queue_floor >= 0            ? "saturation_queue_floor"
+	       : p->min_load_choices >= 0                  ? "min_load_choices"
+	       : p->cache_prefix_provider != NULL          ? "cache_prefix_provider"
+	       : p->kv_indexer_endpoint != NULL            ? "kv_indexer_endpoint"
+	       : p->kv_indexer_timeout_ms >= 0             ? "kv_indexer_timeout_ms"
+	       : p->kv_indexer_max_inflight >= 0           ? "kv_indexer_max_inflight"
+							   : NULL;
+}
+
+/* Cross-field checks of the cache_aware keys of one policy block (`own`
+ * NULL: the top level alone) at `path` ("policy" or "buckets[i].groups.x"),
+ * over the values the group will run with (own, else top-level). */
+static int check_cache_policy(const struct sy_config *cfg, const struct sy_config_policy *own,
+			      int role, const char *path, struct sy_config_mark mark,
+			      struct sy_config_error *err)
+{
+	const struct sy_config_policy *top = &cfg->policy;
+	const struct sy_config_policy *o = own != NULL ? own : top;
+	const char *type = group_type(cfg, own, role);
+	bool cache = strcmp(type, "cache_aware") == 0;
+	char key[256];
+	const char *k;
+
+	if (cache && role == SY_ROLE_DECODE) {
+		snprintf(key, sizeof(key), "%.200s.%s", path,
+			 own != NULL && own->type != NULL ? "policy.type" : "decode_policy");
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, key,
+			     "cache_aware refuses decode groups (a decode engine prefills "
+			     "nothing); use power_of_n");
+		return SY_ECONFIG;
+	}
+	if (own != NULL && !cache && (k = cache_key_set(own)) != NULL) {
+		snprintf(key, sizeof(key), "%.200s.policy.%s", path, k);
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, key,
+			     "only read by the cache_aware policy; this group runs %s", type);
+		return SY_ECONFIG;
+	}
+	int64_t limit = eff_i(o->worker_queue_limit, top->worker_queue_limit);
+	int64_t floor = eff_i(o->saturation_queue_floor, top->saturation_queue_floor);
+	int64_t lo = eff_i(o->cache_candidate_min_workers, top->cache_candidate_min_workers);
+	int64_t hi = eff_i(o->cache_candidate_max_workers, top->cache_candidate_max_workers);
+	double rel = eff_d(o->pressure_rel_threshold, top->pressure_rel_threshold);
+	double ratio = eff_d(o->cache_candidate_ratio, top->cache_candidate_ratio);
+	const char *prov = o->cache_prefix_provider ? o->cache_prefix_provider
+						   : top->cache_prefix_provider;
+	const char *ep = o->kv_indexer_endpoint ? o->kv_indexer_endpoint : top->kv_indexer_endpoint;
+	const char *pfx = own != NULL ? ".policy" : "";
+
+	if (floor >= 0 && limit < 0)
+		k = "saturation_queue_floor", snprintf(key, sizeof(key), "needs worker_queue_limit "
+						       "(--worker-queue-limit): the floor only "
+						       "applies under the soft queue gate");
+	else if (floor >= 0 && floor > limit)
+		k = "saturation_queue_floor",
+		snprintf(key, sizeof(key), "%lld is above worker_queue_limit %lld (1 <= floor <= limit)",
+			 (long long)floor, (long long)limit);
+	else if (lo >= 0 && hi >= 0 && lo > hi)
+		k = "cache_candidate_min_workers",
+		snprintf(key, sizeof(key), "%lld is above cache_candidate_max_workers %lld",
+			 (long long)lo, (long long)hi);
+	else if (rel >= 0 && rel <= 1.0)
+		k = "pressure_rel_threshold", snprintf(key, sizeof(key), "must be > 1 (got %g)", rel);
+	else if (ratio == 0.0)
+		k = "cache_candidate_ratio", snprintf(key, sizeof(key), "must be > 0");
+	else if (prov != NULL && strcmp(prov, "indexer") == 0 && ep == NULL)
+		k = "kv_indexer_endpoint", snprintf(key, sizeof(key),
+						    "required with cache_prefix_provider indexer");
+	else if (ep != NULL && (prov == NULL || strcmp(prov, "indexer") != 0))
+		k = "kv_indexer_endpoint", snprintf(key, sizeof(key),
+						    "only read with cache_prefix_provider indexer");
+	else
+		return SY_OK;
+	char full[256];
+	snprintf(full, sizeof(full), "%.180s%s.%s", path, pfx, k);
+	sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, full, "%s", key);
+	return SY_ECONFIG;
+}
+
 /* Keys that only the top-level policy may carry. */
 static int check_group_policy(const struct sy_config *cfg, const struct sy_config_group *g,
 			      const char *path, struct sy_config_error *err)
@@ -665,6 +803,10 @@ static int check_group(const struct sy_config *cfg, const struct sy_config_group
 {
 	char key[192];
 	int rc = check_group_policy(cfg, g, path, err);
+	if (rc != SY_OK)
+		return rc;
+	rc = check_cache_policy(cfg, &g->policy, role, path,
+				g->policy.mark.line ? g->policy.mark : g->mark, err);
 	if (rc != SY_OK)
 		return rc;
 	for (size_t i = 0; i < g->n_worker_ids; i++) {
@@ -791,6 +933,13 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		return SY_ECONFIG;
 	}
 	if ((rc = finish_policy(cfg, err)) != SY_OK)
+		return rc;
+	if ((rc = check_cache_policy(cfg, NULL, SY_ROLE_PLAIN, "policy", cfg->policy.mark, err)) !=
+	    SY_OK)
+		return rc;
+	if (cfg->policy.decode_policy != NULL &&
+	    (rc = check_cache_policy(cfg, NULL, SY_ROLE_DECODE, "policy", cfg->policy.mark, err)) !=
+		    SY_OK)
 		return rc;
 	return finish_buckets(cfg, err);
 

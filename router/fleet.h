@@ -39,6 +39,9 @@ struct fleet_entry {
 	bool healthy;
 	uint16_t bootstrap_port;
 	uint16_t dp_size;
+	uint32_t kv_block_size;  /* tokens per KV block, 0 = unknown */
+	bool kv_bigram;          /* the engine hashes in bigram mode */
+	bool kv_indexed;         /* cache signal, stream accepted (kv_rejected 0) */
 	char id[STATEBUS_WORKER_ID_MAX];
 };
 

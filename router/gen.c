@@ -14,6 +14,7 @@
  * build with a message naming the key.
  */
 #include "router/gen.h"
+#include "router/policies/cache_aware.h"
 #include "common/config.h"
 #include "common/config_schema.h"
 #include "common/errors.h"
@@ -52,6 +53,10 @@ static void gen_free(struct router_gen *g)
 	free(g->scratch[0]);
 	free(g->scratch[1]);
 	free(g->order);
+	prefix_memo_free(&g->memo);
+	for (size_t i = 0; i < g->n_sources; i++)
+		cache_source_close(&g->sources[i]);
+	digest_memo_destroy(g->digests);
 	free(g);
 }
 
@@ -159,8 +164,113 @@ static int check_affinity_used(const struct router_gen *g, const struct sy_confi
 	return SY_OK;
 }
 
+static int64_t pick_i(int64_t own, int64_t top, int64_t dflt)
+{
+	return own >= 0 ? own : top >= 0 ? top : dflt;
+}
+
+static double pick_d(double own, double top, double dflt)
+{
+	return own >= 0 ? own : top >= 0 ? top : dflt;
+}
+
+/* The source of a cache_aware group: local, or the indexer at its endpoint
+ * (one source per distinct endpoint). */
+static int cache_source_of(struct router_gen *g, const struct sy_config_policy *o,
+			   const struct sy_config_policy *top, struct cache_source **out)
+{
+	const char *prov = o->cache_prefix_provider ? o->cache_prefix_provider
+						   : top->cache_prefix_provider;
+	const char *ep = o->kv_indexer_endpoint ? o->kv_indexer_endpoint : top->kv_indexer_endpoint;
+	if (g->n_sources == 0) {
+		cache_source_init_local(&g->sources[0]);
+		g->n_sources = 1;
+	}
+	if (prov == NULL || strcmp(prov, "indexer") != 0 || ep == NULL) {
+		*out = &g->sources[0];
+		return SY_OK;
+	}
+	uint32_t tmo = (uint32_t)pick_i(o->kv_indexer_timeout_ms, top->kv_indexer_timeout_ms,
+					CACHE_SOURCE_DEFAULT_TIMEOUT_MS);
+	uint32_t infl = (uint32_t)pick_i(o->kv_indexer_max_inflight, top->kv_indexer_max_inflight,
+					 CACHE_SOURCE_DEFAULT_MAX_INFLIGHT);
+	for (size_t i = 1; i < g->n_sources; i++) {
+		struct cache_source *s = &g->sources[i];
+		if (strcmp(s->endpoint, ep) == 0 && s->timeout_ms == tmo && s->max_inflight == infl) {
+			*out = s;
+			return SY_OK;
+		}
+	}
+	if (g->n_sources == PREFIX_MEMO_MAX_SOURCES)
+		return SY_ENOSPC;
+	int rc = cache_source_init_indexer(&g->sources[g->n_sources], (uint32_t)g->n_sources, ep,
+					   tmo, infl);
+	if (rc != SY_OK)
+		return rc;
+	*out = &g->sources[g->n_sources++];
+	return SY_OK;
+}
+
+/* Parameters of a cache_aware group: its own keys, else the top level's,
+ * else the reference defaults. */
+static int configure_cache_aware(struct router_gen *g, struct policy *p,
+				 const struct sy_config_policy *own,
+				 const struct sy_config_policy *top, const char **why)
+{
+	const struct sy_config_policy *o = own != NULL ? own : top;
+	struct cache_aware_params cp;
+	cache_aware_params_default(&cp);
+	cp.min_matched_tokens = (uint64_t)pick_i(o->cache_affinity_min_matched_tokens,
+						 top->cache_affinity_min_matched_tokens,
+						 CACHE_AWARE_MIN_MATCHED_TOKENS);
+	cp.min_match_ratio =
+		pick_d(o->cache_affinity_min_match_ratio, top->cache_affinity_min_match_ratio, -1);
+	cp.candidate_min_workers = (uint32_t)pick_i(o->cache_candidate_min_workers,
+						    top->cache_candidate_min_workers,
+						    CACHE_AWARE_CANDIDATE_MIN_WORKERS);
+	cp.candidate_ratio = pick_d(o->cache_candidate_ratio, top->cache_candidate_ratio,
+				    CACHE_AWARE_CANDIDATE_RATIO);
+	cp.candidate_max_workers = (uint32_t)pick_i(o->cache_candidate_max_workers,
+						    top->cache_candidate_max_workers,
+						    CACHE_AWARE_CANDIDATE_MAX_WORKERS);
+	cp.switch_margin_tokens = (uint64_t)pick_i(o->cache_switch_margin_tokens,
+						   top->cache_switch_margin_tokens,
+						   CACHE_AWARE_SWITCH_MARGIN_TOKENS);
+	cp.worker_queue_limit = pick_i(o->worker_queue_limit, top->worker_queue_limit, -1);
+	cp.saturation_queue_floor =
+		pick_i(o->saturation_queue_floor, top->saturation_queue_floor, -1);
+	cp.min_load_choices = (uint32_t)pick_i(o->min_load_choices, top->min_load_choices,
+					       CACHE_AWARE_MIN_LOAD_CHOICES);
+	cp.pressure_guard = !(o->disable_pressure_guard || top->disable_pressure_guard);
+	cp.pressure_abs_tokens = (uint64_t)pick_i(o->pressure_abs_threshold_tokens,
+						  top->pressure_abs_threshold_tokens,
+						  CACHE_AWARE_PRESSURE_ABS_TOKENS);
+	cp.pressure_abs_ms = pick_d(o->pressure_abs_threshold_ms, top->pressure_abs_threshold_ms, -1);
+	cp.pressure_rel = pick_d(o->pressure_rel_threshold, top->pressure_rel_threshold,
+				 CACHE_AWARE_PRESSURE_REL);
+
+	struct cache_source *src = NULL;
+	int rc = cache_source_of(g, o, top, &src);
+	if (rc != SY_OK) {
+		*why = rc == SY_ENOSPC ? "too many distinct kv_indexer_endpoint sources"
+				       : "cannot set up the prefix source";
+		return rc == SY_ENOMEM ? SY_ENOMEM : SY_ECONFIG;
+	}
+	if (cache_aware_configure(p, &cp, src) != SY_OK) {
+		*why = "cache_aware parameters out of their constraints";
+		return SY_ECONFIG;
+	}
+	if (g->digests == NULL && (rc = digest_memo_create(0, &g->digests)) != SY_OK)
+		return SY_ENOMEM;
+	if (!g->has_cache_policy) {
+		prefix_memo_init(&g->memo, g->digests);
+		g->has_cache_policy = true;
+	}
+	return SY_OK;
+}
+
 /* Builds one group. `cg` NULL: a default group (all workers, top policy). */
-static int build_group(struct engine_group *g, enum engine_stage stage,
+static int build_group(struct router_gen *gen, struct engine_group *g, enum engine_stage stage,
 		       const struct sy_config_group *cg, const struct sy_config *cfg,
 		       const char *path, struct sy_config_error *err)
 {
@@ -207,6 +317,10 @@ static int build_group(struct engine_group *g, enum engine_stage stage,
 
 	const char *why = "invalid policy";
 	int rc = policy_init(&g->policy, kind, stage, &lim, n, &why);
+	if (rc == SY_OK && kind == POLICY_CACHE_AWARE)
+		rc = configure_cache_aware(gen, &g->policy, own, top, &why);
+	if (rc == SY_ENOMEM)
+		return rc;
 	if (rc != SY_OK) {
 		sy_cfg_error(err, rc == SY_ENOMEM ? SY_ENOMEM : SY_ECONFIG, cfg->source, mark, key,
 			     "%s", why);
@@ -232,7 +346,7 @@ static int build_group(struct engine_group *g, enum engine_stage stage,
 
 static uint64_t bound(int64_t v) { return v < 0 ? BUCKET_UNBOUNDED : (uint64_t)v; }
 
-static int build_bucket(struct bucket *b, size_t i, const struct sy_config *cfg,
+static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const struct sy_config *cfg,
 			struct sy_config_error *err)
 {
 	const struct sy_config_bucket *cb = &cfg->buckets[i];
@@ -250,14 +364,14 @@ static int build_bucket(struct bucket *b, size_t i, const struct sy_config *cfg,
 	b->pd = cb->groups.plain.mark.line == 0;
 	if (!b->pd) {
 		snprintf(path, sizeof(path), "buckets[%zu].groups.plain", i);
-		return build_group(&b->plain, STAGE_PLAIN, &cb->groups.plain, cfg, path, err);
+		return build_group(g, &b->plain, STAGE_PLAIN, &cb->groups.plain, cfg, path, err);
 	}
 	snprintf(path, sizeof(path), "buckets[%zu].groups.prefill", i);
-	if ((rc = build_group(&b->prefill, STAGE_PREFILL, &cb->groups.prefill, cfg, path, err)) !=
+	if ((rc = build_group(g, &b->prefill, STAGE_PREFILL, &cb->groups.prefill, cfg, path, err)) !=
 	    SY_OK)
 		return rc;
 	snprintf(path, sizeof(path), "buckets[%zu].groups.decode", i);
-	return build_group(&b->decode, STAGE_DECODE, &cb->groups.decode, cfg, path, err);
+	return build_group(g, &b->decode, STAGE_DECODE, &cb->groups.decode, cfg, path, err);
 }
 
 /* Catch-all buckets from the flags (gen.h "Default buckets"). */
@@ -287,11 +401,11 @@ static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 		b->max_context = BUCKET_UNBOUNDED;
 		b->pd = k == 1;
 		if (!b->pd) {
-			rc = build_group(&b->plain, STAGE_PLAIN, NULL, cfg, "policy", err);
+			rc = build_group(g, &b->plain, STAGE_PLAIN, NULL, cfg, "policy", err);
 		} else {
-			rc = build_group(&b->prefill, STAGE_PREFILL, NULL, cfg, "policy", err);
+			rc = build_group(g, &b->prefill, STAGE_PREFILL, NULL, cfg, "policy", err);
 			if (rc == SY_OK)
-				rc = build_group(&b->decode, STAGE_DECODE, NULL, cfg, "policy", err);
+				rc = build_group(g, &b->decode, STAGE_DECODE, NULL, cfg, "policy", err);
 		}
 		if (rc != SY_OK)
 			return rc;
@@ -333,7 +447,7 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 			return SY_ENOMEM;
 		for (size_t i = 0; i < cfg->n_buckets; i++) {
 			g->n_buckets++;
-			if ((rc = build_bucket(&g->buckets[i], i, cfg, err)) != SY_OK)
+			if ((rc = build_bucket(g, &g->buckets[i], i, cfg, err)) != SY_OK)
 				return rc;
 		}
 	}

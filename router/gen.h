@@ -38,6 +38,8 @@
 #include "common/config-t.h"
 #include "router/buckets.h"
 #include "router/fleet.h"
+#include "router/policies/cache_source.h"
+#include "router/policies/digest_memo.h"
 #include "router/prepare.h"
 
 struct router_gen {
@@ -56,6 +58,15 @@ struct router_gen {
 	struct engine_candidate *scratch[2];
 	size_t scratch_cap;
 	struct bucket **order;         /* resolver output, n_buckets */
+	/* cache_aware: prefix sources (the local one first, then one per
+	 * distinct indexer endpoint; policies borrow them), the per-process
+	 * digest memo of prompt hashing, and the request memo router_select()
+	 * uses when a request brings none (reset per selection). */
+	bool has_cache_policy;
+	struct cache_source sources[PREFIX_MEMO_MAX_SOURCES];
+	size_t n_sources;
+	struct digest_memo *digests;   /* owned; NULL without cache_aware */
+	struct prefix_memo memo;
 };
 
 /* Builds a generation from a finished configuration (sy_config_finish done).
@@ -63,7 +74,7 @@ struct router_gen {
  * group's policy (type, N, admission; omitted keys come from the top-level
  * policy), and refuses what selection cannot do yet. On success *out has
  * one reference. Errors (err filled, *out NULL): SY_ECONFIG (e.g. "buckets[1]
- * .groups.plain.policy.type: policy cache_aware arrives with issue 6"),
+ * .groups.plain.policy.type: policy sticky arrives with issue 6"),
  * SY_EUNSUPPORTED (tokenizer kind not built), SY_ENOMEM. */
 int router_gen_build(const struct sy_config *cfg, uint64_t number, struct router_gen **out,
 		     struct sy_config_error *err);

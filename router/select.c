@@ -101,6 +101,21 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 		return SY_ENOENT;
 	}
 
+	/* DESIGN §4 step 3: the prefix memo, filled once before any pick. */
+	struct pick_request with_memo;
+	if (g->has_cache_policy) {
+		if (req->memo == NULL) {
+			prefix_memo_reset(&g->memo);
+			with_memo = *req;
+			with_memo.memo = &g->memo;
+			req = &with_memo;
+		}
+		if (prefix_memo_fill(req->memo, g, r, req, now_ns) != SY_OK) {
+			router_error_set(err, 500, "internal_error", -1, "out of memory");
+			return SY_ENOMEM;
+		}
+	}
+
 	struct bucket_signal sig = {
 		.input_tokens = req->input_tokens,
 		.has_peak = req->has_peak,

@@ -9,6 +9,7 @@
  */
 #include "router/policies/policy.h"
 #include "common/errors.h"
+#include "router/policies/cache_aware.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -142,9 +143,7 @@ int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage
 		p->ops = &policy_power_of_n_ops;
 		return SY_OK;
 	case POLICY_CACHE_AWARE:
-		if (why)
-			*why = "policy cache_aware arrives with issue 6";
-		return SY_EUNSUPPORTED;
+		return cache_aware_init(p, why);
 	case POLICY_SESSION_AWARE:
 		/* New and keyless sessions: power-of-N (reference §4.3). */
 		p->ops = &policy_session_aware_ops;

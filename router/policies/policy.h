@@ -19,11 +19,11 @@
  *
  * Implemented here: round_robin (policies/round_robin.c), random
  * (policies/random.c), power_of_n (policies/power_of_n.c; power_of_two =
- * power_of_n with N = 2), load_based (policies/load_based.c), and the
- * affinity policies session_aware (policies/session_aware.c) and sticky
- * (policies/sticky.c), whose bindings live in the state plane's affinity
- * store (policies/affinity.c, statebus/affinity.c). cache_aware is a
- * recognised name that router_gen_build() refuses until its issue lands.
+ * power_of_n with N = 2), load_based (policies/load_based.c), cache_aware
+ * (policies/cache_aware.c, with its prefix sources in policies/cache_source.c),
+ * and the affinity policies session_aware (policies/session_aware.c) and
+ * sticky (policies/sticky.c), whose bindings live in the state plane's
+ * affinity store (policies/affinity.c, statebus/affinity.c).
  */
 #ifndef SY_ROUTER_POLICIES_POLICY_H
 #define SY_ROUTER_POLICIES_POLICY_H
@@ -152,8 +152,10 @@ int policy_kind_parse(const char *name, enum policy_kind *kind, uint32_t *n_choi
 const char *policy_kind_name(enum policy_kind k);
 
 /* Initialises `p` for `kind` at `stage`. Returns 0; SY_EUNSUPPORTED for the
- * issue-6 kinds (*why: "policy cache_aware arrives with issue 6");
- * SY_EINVAL when n_choices is 0 for power_of_n. */
+ * kinds not built yet (*why: "policy sticky arrives with issue 6");
+ * SY_EINVAL when n_choices is 0 for power_of_n or for cache_aware on a
+ * decode stage; SY_ENOMEM. cache_aware starts with the reference defaults
+ * and the local source (cache_aware_configure() changes them). */
 int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage,
 		const struct admission_limits *admission, uint32_t n_choices, const char **why);
 

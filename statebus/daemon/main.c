@@ -131,14 +131,14 @@ static int configure(struct sy_config *cfg, int argc, char **argv, bool *check_o
 
 /* Poll set: one zmq_pollitem_t per socket with what it stands for. */
 struct poll_ref {
-	int kind; /* 0 control, 1 wake pipe, 2 rank socket */
+	int kind; /* 0 control, 1 wake pipe, 2 rank socket, 3 prefix queries */
 	uint32_t slot, rank;
 	int which; /* 0 kv, 1 load, 2 replay, 3 kv monitor */
 };
 
 static size_t build_poll(struct sbd *d, zmq_pollitem_t **items, struct poll_ref **refs, size_t *cap)
 {
-	size_t need = 2;
+	size_t need = 3;
 	for (uint32_t s = 0; s < d->n_slots; s++)
 		if (d->w[s].used)
 			need += 4u * d->w[s].n_ranks;
@@ -160,6 +160,10 @@ static size_t build_poll(struct sbd *d, zmq_pollitem_t **items, struct poll_ref 
 	}
 	(*items)[n] = (zmq_pollitem_t){.fd = d->wake_fd, .events = ZMQ_POLLIN};
 	(*refs)[n++] = (struct poll_ref){.kind = 1};
+	if (d->query) {
+		(*items)[n] = (zmq_pollitem_t){.socket = d->query, .events = ZMQ_POLLIN};
+		(*refs)[n++] = (struct poll_ref){.kind = 3};
+	}
 	for (uint32_t s = 0; s < d->n_slots; s++) {
 		struct sbd_worker *w = &d->w[s];
 		if (!w->used)
@@ -248,6 +252,8 @@ static int run(struct sbd *d)
 				sbd_control_readable(d);
 			} else if (p->kind == 1) {
 				take_http(d);
+			} else if (p->kind == 3) {
+				sbd_query_readable(d);
 			} else {
 				struct sbd_worker *w = &d->w[p->slot];
 				/* a control request earlier in this pass may have removed it */
@@ -297,7 +303,8 @@ static int start(struct sbd *d)
 		(void)statebus_streams_clear_worker(d->r, s);
 	}
 	d->zctx = zmq_ctx_new();
-	if (d->zctx == NULL || sbd_control_open(d, err, sizeof(err)) != SY_OK) {
+	if (d->zctx == NULL || sbd_control_open(d, err, sizeof(err)) != SY_OK ||
+	    sbd_query_open(d, err, sizeof(err)) != SY_OK) {
 		sy_error("%s", err[0] ? err : "zmq_ctx_new failed");
 		return 1;
 	}
@@ -347,6 +354,7 @@ static void stop(struct sbd *d)
 			free(w->kv.topic);
 		}
 	}
+	sbd_query_close(d);
 	sbd_control_close(d);
 	sbd_http_stop(d->http);
 	if (d->zctx)

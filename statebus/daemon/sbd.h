@@ -14,7 +14,7 @@
  * slots: add, adopt, discover, remove; block-size oracle), subscriber.c
  * (sockets, frames, sequencing, replay), apply.c (events → index, LoadStat
  * → load table), http.c (HTTP thread), control.c (control socket),
- * notify.c (sd_notify). Socket-free logic: wire.h, seq.h, ingest.h.
+ * notify.c (sd_notify), query.c (remote prefix queries). Socket-free logic: wire.h, seq.h, ingest.h.
  *
  * Ownership: struct sbd owns everything reachable from it; a worker's
  * sockets are closed by sbd_sub_close() before its slot is removed.
@@ -29,6 +29,7 @@
 #include "common/config.h"
 #include "ingest.h"
 #include "seq.h"
+#include "statebus-query.h"
 #include "statebus.h"
 #include "wire.h"
 
@@ -97,6 +98,8 @@ struct sbd {
 	struct sy_config cfg;
 	void *zctx;
 	void *control;                  /* ZMQ REP, NULL when not bound */
+	void *query;                    /* ZMQ ROUTER of prefix queries, NULL = off */
+	struct statebus_query_server qs;
 	struct sbd_worker *w;           /* statebus_workers_capacity() entries */
 	uint32_t n_slots;
 	uint32_t max_ranks;
@@ -189,6 +192,11 @@ void sbd_http_stop(struct sbd_http *h);
 int sbd_control_open(struct sbd *d, char *err, size_t cap);
 void sbd_control_readable(struct sbd *d);
 void sbd_control_close(struct sbd *d);
+
+/* ---- query.c (statebus.query_endpoint) ---- */
+int sbd_query_open(struct sbd *d, char *err, size_t cap);
+void sbd_query_readable(struct sbd *d);
+void sbd_query_close(struct sbd *d);
 
 /* ---- notify.c ---- */
 void sbd_notify_ready(void);

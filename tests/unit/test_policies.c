@@ -433,9 +433,11 @@ START_TEST(test_policy_kinds_power_of_two_and_issue6_refusals)
 	ck_assert_int_eq(policy_kind_parse("nope", &k, &n), SY_EINVAL);
 	struct policy p;
 	const char *why = NULL;
-	ck_assert_int_eq(policy_kind_parse("cache_aware", &k, NULL), SY_OK);
-	ck_assert_int_eq(policy_init(&p, k, STAGE_PLAIN, NULL, 2, &why), SY_EUNSUPPORTED);
-	ck_assert_str_eq(why, "policy cache_aware arrives with issue 6");
+	ck_assert_int_eq(policy_init(&p, POLICY_CACHE_AWARE, STAGE_PLAIN, NULL, 2, &why), SY_OK);
+	ck_assert_str_eq(p.ops->name, "cache_aware");
+	policy_destroy(&p);
+	ck_assert_int_eq(policy_init(&p, POLICY_CACHE_AWARE, STAGE_DECODE, NULL, 2, &why), SY_EINVAL);
+	ck_assert_str_eq(why, "cache_aware refuses decode groups; use power_of_n");
 	/* session_aware, sticky and load_based are built (test_affinity_policies.c) */
 	const char *names[] = {"session_aware", "sticky", "load_based"};
 	for (int i = 0; i < 3; i++) {

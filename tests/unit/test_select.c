@@ -253,17 +253,32 @@ START_TEST(test_group_policy_inherits_top_level_keys)
 }
 END_TEST
 
-START_TEST(test_issue6_policy_types_fail_the_build_naming_the_key)
+START_TEST(test_every_reference_policy_type_builds_in_a_plain_group)
 {
-	ck_assert_int_eq(build("buckets:\n  - {id: a, groups: {plain: {policy: {type: cache_aware}}}}\n"),
-			 SY_ECONFIG);
-	ck_assert_ptr_null(gen);
-	ck_assert_str_eq(cerr.msg, "t.yaml:2:38: buckets[0].groups.plain.policy.type: policy "
-				   "cache_aware arrives with issue 6");
+	static const struct { const char *type; enum policy_kind kind; } kinds[] = {
+		{"round_robin", POLICY_ROUND_ROBIN}, {"random", POLICY_RANDOM},
+		{"power_of_n", POLICY_POWER_OF_N},   {"power_of_two", POLICY_POWER_OF_N},
+		{"load_based", POLICY_LOAD_BASED},   {"session_aware", POLICY_SESSION_AWARE},
+		{"sticky", POLICY_STICKY},           {"cache_aware", POLICY_CACHE_AWARE},
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char yaml[160];
+		snprintf(yaml, sizeof(yaml),
+			 "buckets:\n  - {id: a, groups: {plain: {policy: {type: %s}}}}\n",
+			 kinds[i].type);
+		if (gen != NULL) {
+			router_gen_unref(gen);
+			gen = NULL;
+		}
+		sy_config_free(&cfg);
+		sy_config_init_defaults(&cfg);
+		ck_assert_msg(build(yaml) == SY_OK, "%s: %s", kinds[i].type, cerr.msg);
+		ck_assert_int_eq(gen->buckets[0].plain.policy.kind, kinds[i].kind);
+	}
 }
 END_TEST
 
-START_TEST(test_issue6_policy_from_flag_fails_the_build)
+START_TEST(test_sticky_from_flags_builds_with_its_fallback)
 {
 	/* sticky is built since issue 6 (item 4); its fallback comes from a flag */
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "sticky", &cerr), SY_OK);
@@ -342,8 +357,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_pd_selection_and_stage_specific_503s);
 	tcase_add_test(tc, test_default_buckets_follow_the_static_fleet_roles);
 	tcase_add_test(tc, test_group_policy_inherits_top_level_keys);
-	tcase_add_test(tc, test_issue6_policy_types_fail_the_build_naming_the_key);
-	tcase_add_test(tc, test_issue6_policy_from_flag_fails_the_build);
+	tcase_add_test(tc, test_every_reference_policy_type_builds_in_a_plain_group);
+	tcase_add_test(tc, test_sticky_from_flags_builds_with_its_fallback);
 	tcase_add_test(tc, test_invalid_enabled_slo_target_is_400);
 	tcase_add_test(tc, test_table_moving_under_the_snapshot_reselects_once);
 	tcase_add_test(tc, test_generation_reference_counting);
