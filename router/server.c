@@ -29,6 +29,7 @@
 #include "router/metrics.h"
 #include "router/routes/routes.h"
 #include "router/rtgen.h"
+#include "router/uclient.h"
 #include "router/upstream.h"
 
 struct router_worker rt_w;
@@ -293,6 +294,7 @@ static void setup_h2o(void)
 	h2o_timeout_init(rt_w.loop, &rt_w.idle_timeout, idle_ms);
 	h2o_timeout_init(rt_w.loop, &rt_w.io_timeout, (head_ms > idle_ms ? head_ms : idle_ms) + 5000);
 	h2o_timeout_init(rt_w.loop, &rt_w.prefill_timeout, head_ms + idle_ms);
+	rt_lean_init(rt_w.loop, 2000); /* idle keep-alive sockets: 2 s, as the h2o pool */
 	rt_w.client_ctx.loop = rt_w.loop;
 	rt_w.client_ctx.io_timeout = &rt_w.io_timeout;
 }
@@ -342,7 +344,8 @@ int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int arg
 	}
 	rt_w.listener = h2o_evloop_socket_create(rt_w.loop, listen_fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(rt_w.listener, on_accept);
-	sy_info("worker %u ready (pid %d, proc slot %u)", index, (int)getpid(), rt_w.proc_slot);
+	sy_info("worker %u ready (pid %d, proc slot %u, upstream client %s)", index, (int)getpid(),
+		rt_w.proc_slot, rt_w.cfg->router.upstream_client == SY_UPSTREAM_LEAN ? "lean" : "h2o");
 
 	while (true) {
 		h2o_evloop_run(rt_w.loop, 100);
