@@ -250,7 +250,7 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, routing_key_header, "x-sgl-routing-key", 0, hook_header_name),
 	SY_CFG_ENUM_F(R, ttft_slo_policy, slo_policy_names, SY_SLO_DISABLED),
 	SY_CFG_ENUM_F(R, tps_slo_policy, slo_policy_names, SY_SLO_DISABLED),
-	SY_CFG_ENUM_F(R, upstream_client, upstream_client_names, SY_UPSTREAM_H2O),
+	SY_CFG_ENUM_F(R, upstream_client, upstream_client_names, SY_UPSTREAM_LEAN),
 };
 static const struct sy_cfg_section router_section =
 	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);
