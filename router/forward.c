@@ -106,16 +106,48 @@ static void guard_acquire(struct fwd *f, uint32_t slot)
 
 /* ---- request head -------------------------------------------------------- */
 
+/* Hop-by-hop and router-owned request headers. h2o names the known ones
+ * with tokens (compared by address); other names go through the list. */
 static bool drop_request_header(const h2o_iovec_t *name)
 {
-	static const char *const drop[] = {"host", "content-length", "transfer-encoding",
-					   "connection", "keep-alive", "te", "upgrade", "expect",
-					   "proxy-connection", "http2-settings", "trailer",
-					   "x-sgl-decode-url"};
+	static const h2o_iovec_t drop[] = {
+		{H2O_STRLIT("host")},		 {H2O_STRLIT("content-length")},
+		{H2O_STRLIT("transfer-encoding")}, {H2O_STRLIT("connection")},
+		{H2O_STRLIT("keep-alive")},	 {H2O_STRLIT("te")},
+		{H2O_STRLIT("upgrade")},	 {H2O_STRLIT("expect")},
+		{H2O_STRLIT("proxy-connection")},  {H2O_STRLIT("http2-settings")},
+		{H2O_STRLIT("trailer")},	 {H2O_STRLIT("x-sgl-decode-url")}};
+	if (h2o_iovec_is_token(name)) {
+		const h2o_token_t *t = (const h2o_token_t *)name;
+		if (t == H2O_TOKEN_HOST || t == H2O_TOKEN_CONTENT_LENGTH ||
+		    t == H2O_TOKEN_TRANSFER_ENCODING || t == H2O_TOKEN_CONNECTION ||
+		    t == H2O_TOKEN_KEEP_ALIVE || t == H2O_TOKEN_TE || t == H2O_TOKEN_UPGRADE ||
+		    t == H2O_TOKEN_EXPECT || t == H2O_TOKEN_HTTP2_SETTINGS)
+			return true;
+	}
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
-		if (h2o_lcstris(name->base, name->len, drop[i], strlen(drop[i])))
+		if (h2o_lcstris(name->base, name->len, drop[i].base, drop[i].len))
 			return true;
 	return false;
+}
+
+static char *put(char *w, const char *p, size_t n)
+{
+	memcpy(w, p, n);
+	return w + n;
+}
+
+/* Decimal digits of v at w; returns the end. */
+static char *put_u64(char *w, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*w++ = d[--n];
+	return w;
 }
 
 /* Builds "POST <prefix><path> HTTP/1.1" + headers into the pool. */
@@ -128,16 +160,22 @@ static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct
 		for (size_t i = 0; i < req->headers.size; i++)
 			cap += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
 	char *p = h2o_mem_alloc_pool(pool, cap), *w = p;
-	w += sprintf(w, "POST %.*s%.*s HTTP/1.1\r\nhost: %.*s\r\ncontent-length: %zu\r\n",
-		     (int)up->prefix.len, up->prefix.base, (int)path.len, path.base,
-		     (int)up->authority.len, up->authority.base, body_len);
+	w = put(w, H2O_STRLIT("POST "));
+	w = put(w, up->prefix.base, up->prefix.len);
+	w = put(w, path.base, path.len);
+	w = put(w, H2O_STRLIT(" HTTP/1.1\r\nhost: "));
+	w = put(w, up->authority.base, up->authority.len);
+	w = put(w, H2O_STRLIT("\r\ncontent-length: "));
+	w = put_u64(w, body_len);
+	w = put(w, H2O_STRLIT("\r\n"));
 	bool ctype = false;
 	if (req != NULL)
 		for (size_t i = 0; i < req->headers.size; i++) {
 			const h2o_header_t *h = &req->headers.entries[i];
 			if (drop_request_header(h->name))
 				continue;
-			if (h2o_lcstris(h->name->base, h->name->len, H2O_STRLIT("content-type")))
+			if (h->name == &H2O_TOKEN_CONTENT_TYPE->buf ||
+			    h2o_lcstris(h->name->base, h->name->len, H2O_STRLIT("content-type")))
 				ctype = true;
 			memcpy(w, h->name->base, h->name->len);
 			w += h->name->len;
@@ -149,9 +187,12 @@ static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct
 			*w++ = '\n';
 		}
 	if (!ctype)
-		w += sprintf(w, "content-type: application/json\r\n");
-	if (decode_url)
-		w += sprintf(w, "x-sgl-decode-url: %s\r\n", decode_url);
+		w = put(w, H2O_STRLIT("content-type: application/json\r\n"));
+	if (decode_url) {
+		w = put(w, H2O_STRLIT("x-sgl-decode-url: "));
+		w = put(w, decode_url, strlen(decode_url));
+		w = put(w, H2O_STRLIT("\r\n"));
+	}
 	*w++ = '\r';
 	*w++ = '\n';
 	return h2o_iovec_init(p, (size_t)(w - p));
