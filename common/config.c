@@ -214,6 +214,7 @@ static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const log_format_names[] = {"text", "json", NULL};
 static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
+static const char *const upstream_client_names[] = {"h2o", "lean", NULL};
 static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
 
 #define KV struct sy_config_kv_events
@@ -291,6 +292,7 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, routing_key_header, "x-sgl-routing-key", 0, hook_header_name),
 	SY_CFG_ENUM_F(R, ttft_slo_policy, slo_policy_names, SY_SLO_DISABLED),
 	SY_CFG_ENUM_F(R, tps_slo_policy, slo_policy_names, SY_SLO_DISABLED),
+	SY_CFG_ENUM_F(R, upstream_client, upstream_client_names, SY_UPSTREAM_LEAN),
 };
 static const struct sy_cfg_section router_section =
 	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);

@@ -1,18 +1,22 @@
-/* forward.c — h2o_http1client upstream path (see forward.h).
+/* forward.c — the upstream path of a selection (see forward.h), over an
+ * upstream exchange (uclient.h: the lean client, or h2o_http1client).
  *
  * One struct fwd per client request, allocated in the request's pool with a
  * dispose callback (h2o_mem_alloc_shared): whatever ends the request —
  * completion, error, client cancel — h2o clears the pool and fwd_dispose()
- * releases the upstream client, the timers, the in-flight guards and the
+ * releases the upstream exchange, the timers, the in-flight guards and the
  * generation reference, in one place.
  *
  * Response body flow (one send in flight, as h2o requires):
- *   on_body: data accumulates in client->sock->input; if nothing is being
- *            sent, swap that buffer out (`sending`) and h2o_send it.
+ *   on_body: data accumulates in the exchange's body buffer; if nothing is
+ *            being sent, swap that buffer out (`sending`) and h2o_send it.
  *   proceed: the send completed; empty `sending`, keep it as the spare;
  *            if more arrived meanwhile, swap and send again.
- *   end:     at end of stream the remaining input is detached (`tail`) and
+ *   end:     at end of stream the remaining bytes are detached (`tail`) and
  *            sent with FINAL (ERROR if the upstream body broke off).
+ * The response is started (h2o_start_response) with the first bytes or the
+ * end, not with the upstream head: a body that breaks off before its first
+ * byte still gets a proper error (502 upstream_body_incomplete).
  */
 #include "router/forward.h"
 
@@ -25,6 +29,7 @@
 #include "router/breaker.h"
 #include "router/metrics.h"
 #include "router/pd.h"
+#include "router/uclient.h"
 #include "router/upstream.h"
 
 struct fwd {
@@ -35,9 +40,9 @@ struct fwd {
 	struct rt_pick pick;
 	struct rt_exclude ex;
 	h2o_iovec_t body;
-	h2o_iovec_t reqbufs[2];
+	h2o_iovec_t head;           /* request head (pool) */
 	struct rt_upstream *up;
-	h2o_http1client_t *client;  /* NULL when none in flight */
+	struct rt_ux ux;            /* the upstream exchange */
 	h2o_timeout_entry_t head_timer;
 	h2o_timeout_entry_t idle_timer;
 	h2o_generator_t generator;  /* first member used by h2o: must stay first of its own */
@@ -46,7 +51,8 @@ struct fwd {
 	uint32_t guard_slot;        /* main target's in-flight guard */
 	bool guard_held;
 	bool probe;                 /* this attempt is a breaker half-open probe */
-	bool started;               /* response headers went to the client */
+	bool started;               /* the upstream head arrived */
+	bool res_started;           /* h2o_start_response was called */
 	bool send_in_flight;
 	bool eos;                   /* upstream finished (or was cut) */
 	bool body_error;            /* upstream body broke off */
@@ -62,9 +68,8 @@ struct fwd {
 
 /* Detached PD prefill request: malloc'd, lives until its upstream ends. */
 struct prefill {
-	h2o_http1client_t *client;
+	struct rt_ux ux;
 	h2o_timeout_entry_t timer;
-	h2o_iovec_t reqbufs[2];
 	char *mem;                  /* request head + body */
 	uint32_t slot, gen;
 	char url[STATEBUS_WORKER_ID_MAX];
@@ -101,16 +106,48 @@ static void guard_acquire(struct fwd *f, uint32_t slot)
 
 /* ---- request head -------------------------------------------------------- */
 
+/* Hop-by-hop and router-owned request headers. h2o names the known ones
+ * with tokens (compared by address); other names go through the list. */
 static bool drop_request_header(const h2o_iovec_t *name)
 {
-	static const char *const drop[] = {"host", "content-length", "transfer-encoding",
-					   "connection", "keep-alive", "te", "upgrade", "expect",
-					   "proxy-connection", "http2-settings", "trailer",
-					   "x-sgl-decode-url"};
+	static const h2o_iovec_t drop[] = {
+		{H2O_STRLIT("host")},		 {H2O_STRLIT("content-length")},
+		{H2O_STRLIT("transfer-encoding")}, {H2O_STRLIT("connection")},
+		{H2O_STRLIT("keep-alive")},	 {H2O_STRLIT("te")},
+		{H2O_STRLIT("upgrade")},	 {H2O_STRLIT("expect")},
+		{H2O_STRLIT("proxy-connection")},  {H2O_STRLIT("http2-settings")},
+		{H2O_STRLIT("trailer")},	 {H2O_STRLIT("x-sgl-decode-url")}};
+	if (h2o_iovec_is_token(name)) {
+		const h2o_token_t *t = (const h2o_token_t *)name;
+		if (t == H2O_TOKEN_HOST || t == H2O_TOKEN_CONTENT_LENGTH ||
+		    t == H2O_TOKEN_TRANSFER_ENCODING || t == H2O_TOKEN_CONNECTION ||
+		    t == H2O_TOKEN_KEEP_ALIVE || t == H2O_TOKEN_TE || t == H2O_TOKEN_UPGRADE ||
+		    t == H2O_TOKEN_EXPECT || t == H2O_TOKEN_HTTP2_SETTINGS)
+			return true;
+	}
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
-		if (h2o_lcstris(name->base, name->len, drop[i], strlen(drop[i])))
+		if (h2o_lcstris(name->base, name->len, drop[i].base, drop[i].len))
 			return true;
 	return false;
+}
+
+static char *put(char *w, const char *p, size_t n)
+{
+	memcpy(w, p, n);
+	return w + n;
+}
+
+/* Decimal digits of v at w; returns the end. */
+static char *put_u64(char *w, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*w++ = d[--n];
+	return w;
 }
 
 /* Builds "POST <prefix><path> HTTP/1.1" + headers into the pool. */
@@ -123,16 +160,22 @@ static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct
 		for (size_t i = 0; i < req->headers.size; i++)
 			cap += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
 	char *p = h2o_mem_alloc_pool(pool, cap), *w = p;
-	w += sprintf(w, "POST %.*s%.*s HTTP/1.1\r\nhost: %.*s\r\ncontent-length: %zu\r\n",
-		     (int)up->prefix.len, up->prefix.base, (int)path.len, path.base,
-		     (int)up->authority.len, up->authority.base, body_len);
+	w = put(w, H2O_STRLIT("POST "));
+	w = put(w, up->prefix.base, up->prefix.len);
+	w = put(w, path.base, path.len);
+	w = put(w, H2O_STRLIT(" HTTP/1.1\r\nhost: "));
+	w = put(w, up->authority.base, up->authority.len);
+	w = put(w, H2O_STRLIT("\r\ncontent-length: "));
+	w = put_u64(w, body_len);
+	w = put(w, H2O_STRLIT("\r\n"));
 	bool ctype = false;
 	if (req != NULL)
 		for (size_t i = 0; i < req->headers.size; i++) {
 			const h2o_header_t *h = &req->headers.entries[i];
 			if (drop_request_header(h->name))
 				continue;
-			if (h2o_lcstris(h->name->base, h->name->len, H2O_STRLIT("content-type")))
+			if (h->name == &H2O_TOKEN_CONTENT_TYPE->buf ||
+			    h2o_lcstris(h->name->base, h->name->len, H2O_STRLIT("content-type")))
 				ctype = true;
 			memcpy(w, h->name->base, h->name->len);
 			w += h->name->len;
@@ -144,9 +187,12 @@ static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct
 			*w++ = '\n';
 		}
 	if (!ctype)
-		w += sprintf(w, "content-type: application/json\r\n");
-	if (decode_url)
-		w += sprintf(w, "x-sgl-decode-url: %s\r\n", decode_url);
+		w = put(w, H2O_STRLIT("content-type: application/json\r\n"));
+	if (decode_url) {
+		w = put(w, H2O_STRLIT("x-sgl-decode-url: "));
+		w = put(w, decode_url, strlen(decode_url));
+		w = put(w, H2O_STRLIT("\r\n"));
+	}
 	*w++ = '\r';
 	*w++ = '\n';
 	return h2o_iovec_init(p, (size_t)(w - p));
@@ -165,10 +211,7 @@ static h2o_iovec_t route_path(enum rt_route r)
 
 static void prefill_done(struct prefill *p, const char *err)
 {
-	if (p->client) {
-		h2o_http1client_cancel(p->client);
-		p->client = NULL;
-	}
+	rt_ux_dispose(&p->ux);
 	if (h2o_timeout_is_linked(&p->timer))
 		h2o_timeout_unlink(&p->timer);
 	if (rt_w.region)
@@ -192,46 +235,32 @@ static void prefill_on_timeout(h2o_timeout_entry_t *e)
 	prefill_done(p, "timeout");
 }
 
-static int prefill_on_body(h2o_http1client_t *c, const char *errstr)
+static void prefill_on_connect(struct rt_ux *x, const char *err)
 {
-	struct prefill *p = c->data;
-	h2o_buffer_consume(&c->sock->input, c->sock->input->size);
-	if (errstr != NULL) {
-		p->client = NULL; /* the client frees itself after we return */
-		prefill_done(p, errstr == h2o_http1client_error_is_eos ? NULL : errstr);
-	}
-	return 0;
+	if (err != NULL)
+		prefill_done(x->data, err);
 }
 
-static h2o_http1client_body_cb prefill_on_head(h2o_http1client_t *c, const char *errstr, int minor,
-					       int status, h2o_iovec_t msg, h2o_header_t *headers,
-					       size_t n, int rlen)
+static void prefill_on_head(struct rt_ux *x, const char *err, int status,
+			    const h2o_header_t *headers, size_t n, bool eos)
 {
-	(void)minor, (void)msg, (void)headers, (void)n, (void)rlen;
-	struct prefill *p = c->data;
+	(void)headers, (void)n;
+	struct prefill *p = x->data;
 	p->status = status;
-	if (errstr != NULL) {
-		p->client = NULL;
-		prefill_done(p, errstr == h2o_http1client_error_is_eos ? NULL : errstr);
-		return NULL;
-	}
-	return prefill_on_body;
+	if (err != NULL || eos)
+		prefill_done(p, err);
 }
 
-static h2o_http1client_head_cb prefill_on_connect(h2o_http1client_t *c, const char *errstr,
-						  h2o_iovec_t **reqbufs, size_t *cnt, int *is_head)
+static void prefill_on_body(struct rt_ux *x, const char *err)
 {
-	struct prefill *p = c->data;
-	if (errstr != NULL) {
-		p->client = NULL;
-		prefill_done(p, errstr);
-		return NULL;
-	}
-	*reqbufs = p->reqbufs;
-	*cnt = 2;
-	*is_head = 0;
-	return prefill_on_head;
+	struct prefill *p = x->data;
+	h2o_buffer_t **b = rt_ux_body(x);
+	h2o_buffer_consume(b, (*b)->size);
+	if (err != NULL)
+		prefill_done(p, err == rt_ux_eos ? NULL : err);
 }
+
+static const struct rt_ux_cb prefill_cb = {prefill_on_connect, prefill_on_head, prefill_on_body};
 
 static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 {
@@ -252,8 +281,6 @@ static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 	}
 	memcpy(p->mem, head_in_pool.base, head_in_pool.len);
 	memcpy(p->mem + head_in_pool.len, f->body.base, f->body.len);
-	p->reqbufs[0] = h2o_iovec_init(p->mem, head_in_pool.len);
-	p->reqbufs[1] = h2o_iovec_init(p->mem + head_in_pool.len, f->body.len);
 	p->slot = f->pick.prefill.slot;
 	p->gen = f->pick.prefill.gen;
 	snprintf(p->url, sizeof(p->url), "%s", f->pick.prefill.url);
@@ -262,33 +289,48 @@ static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 	rt_w.active_requests++;
 	p->timer.cb = prefill_on_timeout;
 	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
-	h2o_http1client_connect_with_pool(&p->client, p, &rt_w.client_ctx, &up->pool,
-					  prefill_on_connect);
+	rt_ux_init(&p->ux, (enum rt_ux_kind)f->gen->cfg.router.upstream_client, &prefill_cb, p);
+	rt_ux_start(&p->ux, up, h2o_iovec_init(p->mem, head_in_pool.len),
+		    h2o_iovec_init(p->mem + head_in_pool.len, f->body.len));
 }
 
 /* ---- response to the client ---------------------------------------------- */
 
-static void add_header_str(h2o_req_t *req, const char *name, const char *value)
+/* Values borrowed from f->pick (in the request pool, like the headers). */
+static void add_header_str(h2o_req_t *req, const char *name, size_t name_len, const char *value)
 {
-	h2o_iovec_t v = h2o_strdup(&req->pool, value, strlen(value));
-	h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, v.base,
-			      v.len);
+	h2o_add_header_by_str(&req->pool, &req->res.headers, name, name_len, 0, NULL, value,
+			      strlen(value));
 }
 
 static void decision_headers(struct fwd *f)
 {
 	h2o_req_t *req = f->req;
 	if (f->pick.pd)
-		add_header_str(req, "x-sgl-decode-url", f->pick.main.url);
+		add_header_str(req, H2O_STRLIT("x-sgl-decode-url"), f->pick.main.url);
 	if (f->gen->cfg.router.no_decision_headers)
 		return;
-	add_header_str(req, "x-switchyard-worker", f->pick.main.url);
+	add_header_str(req, H2O_STRLIT("x-switchyard-worker"), f->pick.main.url);
 	if (f->pick.bucket[0])
-		add_header_str(req, "x-switchyard-bucket", f->pick.bucket);
+		add_header_str(req, H2O_STRLIT("x-switchyard-bucket"), f->pick.bucket);
 	if (f->pick.reason[0])
-		add_header_str(req, "x-switchyard-reason", f->pick.reason);
+		add_header_str(req, H2O_STRLIT("x-switchyard-reason"), f->pick.reason);
 	if (f->pick.pd)
-		add_header_str(req, "x-switchyard-prefill-worker", f->pick.prefill.url);
+		add_header_str(req, H2O_STRLIT("x-switchyard-prefill-worker"), f->pick.prefill.url);
+}
+
+/* The upstream body broke off before its first byte: the prepared response
+ * is dropped and an error sent instead (nothing has reached the client).
+ * A stream idle timeout keeps cutting the started response instead. */
+static void fail_before_body(struct fwd *f)
+{
+	h2o_req_t *req = f->req;
+	f->final_sent = true;
+	f->status = 502;
+	req->res.headers = (h2o_headers_t){NULL, 0, 0};
+	req->res.content_length = SIZE_MAX;
+	rt_send_error(req, f->route, 502, "upstream_body_incomplete",
+		      "the worker's response broke off before its body", NULL);
 }
 
 static void do_send(struct fwd *f)
@@ -297,8 +339,8 @@ static void do_send(struct fwd *f)
 		return;
 	h2o_iovec_t iov = {NULL, 0};
 	h2o_send_state_t st = H2O_SEND_STATE_IN_PROGRESS;
-	if (f->client != NULL) {
-		h2o_buffer_t **in = &f->client->sock->input;
+	if (f->ux.active) {
+		h2o_buffer_t **in = rt_ux_body(&f->ux);
 		if ((*in)->size == 0)
 			return;
 		h2o_buffer_t *t = f->sending;
@@ -312,10 +354,19 @@ static void do_send(struct fwd *f)
 			f->tail = t;
 			iov = h2o_iovec_init(f->sending->bytes, f->sending->size);
 		}
+		if (f->body_error && !f->res_started && iov.len == 0 && !f->idle_timed_out) {
+			fail_before_body(f);
+			return;
+		}
 		st = f->body_error ? H2O_SEND_STATE_ERROR : H2O_SEND_STATE_FINAL;
 		f->final_sent = true;
 	} else {
 		return;
+	}
+	if (!f->res_started) {
+		f->res_started = true;
+		rt_metrics_response(rt_w.metrics, rt_w.index, f->route, f->status);
+		h2o_start_response(f->req, &f->generator);
 	}
 	f->send_in_flight = true;
 	f->bytes_out += iov.len;
@@ -338,10 +389,7 @@ static void on_stop(h2o_generator_t *g, h2o_req_t *req)
 	struct fwd *f = fwd_of_generator(g);
 	/* The client went away mid-response: abort the upstream (the pool
 	 * dispose that follows releases the rest). */
-	if (f->client != NULL) {
-		h2o_http1client_cancel(f->client);
-		f->client = NULL;
-	}
+	rt_ux_cancel(&f->ux);
 	if (!f->final_sent && f->streaming)
 		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_CLIENT_CANCEL);
 	f->final_sent = true;
@@ -376,6 +424,7 @@ static bool try_retry(struct fwd *f, const char *msg)
 	sy_info("retrying on another worker after: %s", msg);
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
 	guard_release(f);
+	rt_ux_cancel(&f->ux);
 	f->pick = next;
 	fwd_connect(f);
 	return true;
@@ -400,10 +449,7 @@ static void fail_before_head(struct fwd *f, int status, const char *code, const 
 static void on_head_timeout(h2o_timeout_entry_t *e)
 {
 	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, head_timer));
-	if (f->client) {
-		h2o_http1client_cancel(f->client);
-		f->client = NULL;
-	}
+	rt_ux_cancel(&f->ux);
 	fail_before_head(f, 504, "upstream_timeout",
 			 "the worker did not answer within --request-timeout-secs", true);
 }
@@ -411,14 +457,15 @@ static void on_head_timeout(h2o_timeout_entry_t *e)
 static void on_idle_timeout(h2o_timeout_entry_t *e)
 {
 	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, idle_timer));
-	if (f->client) {
-		h2o_http1client_cancel(f->client);
-		f->client = NULL;
-	}
+	rt_ux_cancel(&f->ux);
 	sy_warn("stream idle timeout at %s", f->pick.main.url);
 	f->idle_timed_out = true;
 	f->eos = true;
 	f->body_error = true;
+	/* bytes read but not yet sent still go out before the cut */
+	h2o_buffer_t **b = rt_ux_body(&f->ux), *t = f->tail;
+	f->tail = *b;
+	*b = t;
 	breaker_report(f, RT_CB_FAILURE);
 	if (f->streaming)
 		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_IDLE_TIMEOUT);
@@ -432,24 +479,24 @@ static void arm_idle(struct fwd *f)
 	h2o_timeout_link(rt_w.loop, &rt_w.idle_timeout, &f->idle_timer);
 }
 
-static int on_body(h2o_http1client_t *c, const char *errstr)
+static void on_body(struct rt_ux *x, const char *err)
 {
-	struct fwd *f = c->data;
-	if (!f->ttft_done && c->sock->input->size > 0) {
+	struct fwd *f = x->data;
+	if (!f->ttft_done && (*rt_ux_body(x))->size > 0) {
 		f->ttft_done = true;
 		rt_metrics_ttft(rt_w.metrics, rt_w.index, sy_mono_ns() - f->t_start);
 	}
-	if (errstr != NULL) {
-		/* Detach what is left: the client frees itself after we return. */
+	if (err != NULL) {
+		/* The exchange ended: detach what is left. */
 		if (h2o_timeout_is_linked(&f->idle_timer))
 			h2o_timeout_unlink(&f->idle_timer);
-		f->tail = c->sock->input;
-		h2o_buffer_init(&c->sock->input, &h2o_socket_buffer_prototype);
-		f->client = NULL;
+		h2o_buffer_t **b = rt_ux_body(x), *t = f->tail;
+		f->tail = *b;
+		*b = t;
 		f->eos = true;
-		if (errstr != h2o_http1client_error_is_eos) {
+		if (err != rt_ux_eos) {
 			f->body_error = true;
-			sy_warn("upstream body from %s broke off: %s", f->pick.main.url, errstr);
+			sy_warn("upstream body from %s broke off: %s", f->pick.main.url, err);
 			record_worker_outcome(f, RT_OUT_ERROR);
 			if (f->streaming)
 				rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_UPSTREAM_ERROR);
@@ -462,22 +509,30 @@ static int on_body(h2o_http1client_t *c, const char *errstr)
 		arm_idle(f);
 	}
 	do_send(f);
-	return 0;
 }
 
-static h2o_http1client_body_cb on_head(h2o_http1client_t *c, const char *errstr, int minor,
-				       int status, h2o_iovec_t msg, h2o_header_t *headers,
-				       size_t num_headers, int rlen)
+/* True for response headers that are not passed on to the client. */
+static bool drop_response_header(const h2o_iovec_t *name)
 {
-	(void)minor, (void)msg, (void)rlen;
-	struct fwd *f = c->data;
+	if (h2o_iovec_is_token(name)) {
+		const h2o_token_t *tok = (const h2o_token_t *)name;
+		return tok->proxy_should_drop_for_res || tok == H2O_TOKEN_SERVER ||
+		       tok == H2O_TOKEN_DATE || tok == H2O_TOKEN_CONTENT_LENGTH;
+	}
+	return h2o_lcstris(name->base, name->len, H2O_STRLIT("x-request-id")) ||
+	       h2o_lcstris(name->base, name->len, H2O_STRLIT("keep-alive")) ||
+	       (name->len > 13 && h2o_lcstris(name->base, 13, H2O_STRLIT("x-switchyard-")));
+}
+
+static void on_head(struct rt_ux *x, const char *err, int status, const h2o_header_t *headers,
+		    size_t num_headers, bool eos)
+{
+	struct fwd *f = x->data;
 	if (h2o_timeout_is_linked(&f->head_timer))
 		h2o_timeout_unlink(&f->head_timer);
-	if (errstr != NULL && errstr != h2o_http1client_error_is_eos) {
-		f->client = NULL;
-		fail_before_head(f, 502, "upstream_unreachable",
-				 "the worker closed the connection before answering", true);
-		return NULL;
+	if (err != NULL) {
+		fail_before_head(f, 502, "upstream_unreachable", err, true);
+		return;
 	}
 	uint64_t now = sy_mono_ns();
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_TTFB, now - f->t_dispatch);
@@ -490,45 +545,45 @@ static h2o_http1client_body_cb on_head(h2o_http1client_t *c, const char *errstr,
 		breaker_report(f, RT_CB_SUCCESS);
 	/* A 5xx (except backpressure) goes to another worker when allowed —
 	 * nothing has reached the client yet. Otherwise it is passed on. */
-	if (status >= 500 && status != 503) {
+	if (status >= 500 && status != 503 && f->gen->cfg.router.retry_once) {
 		char m[64];
 		snprintf(m, sizeof(m), "the worker answered %d", status);
 		struct rt_pick before = f->pick;
 		if (try_retry(f, m)) {
 			rt_metrics_worker(rt_w.metrics, rt_w.index, before.main.slot, RT_OUT_ERROR);
-			return NULL; /* closes this client; f->client is the new one */
+			return;
 		}
 	}
 	h2o_req_t *req = f->req;
 	req->res.status = status;
 	req->res.reason = rt_reason(status);
+	/* Names and values live in the exchange's input only during this
+	 * call: copy them into the request pool (one block for all values). */
+	size_t total = 0;
+	for (size_t i = 0; i < num_headers; i++)
+		total += headers[i].value.len;
+	char *vals = h2o_mem_alloc_pool(&req->pool, total + 1), *w = vals;
 	for (size_t i = 0; i < num_headers; i++) {
 		const h2o_iovec_t *name = headers[i].name;
-		if (h2o_iovec_is_token(name)) {
-			const h2o_token_t *tok = (const h2o_token_t *)name;
-			if (tok->proxy_should_drop_for_res || tok == H2O_TOKEN_SERVER ||
-			    tok == H2O_TOKEN_DATE)
-				continue;
-			if (tok == H2O_TOKEN_CONTENT_LENGTH) {
+		if (drop_response_header(name)) {
+			if (name == &H2O_TOKEN_CONTENT_LENGTH->buf) {
 				size_t cl = h2o_strtosize(headers[i].value.base, headers[i].value.len);
 				if (cl != SIZE_MAX)
 					req->res.content_length = cl;
-				continue;
 			}
+			continue;
+		}
+		memcpy(w, headers[i].value.base, headers[i].value.len);
+		h2o_iovec_t v = h2o_iovec_init(w, headers[i].value.len);
+		w += v.len;
+		if (h2o_iovec_is_token(name)) {
+			const h2o_token_t *tok = (const h2o_token_t *)name;
 			if (tok == H2O_TOKEN_CONTENT_TYPE &&
-			    h2o_memis(headers[i].value.base,
-				      headers[i].value.len < 17 ? headers[i].value.len : 17,
-				      H2O_STRLIT("text/event-stream")))
+			    h2o_memis(v.base, v.len < 17 ? v.len : 17, H2O_STRLIT("text/event-stream")))
 				f->streaming = true;
-			h2o_iovec_t v = h2o_strdup(&req->pool, headers[i].value.base, headers[i].value.len);
 			h2o_add_header(&req->pool, &req->res.headers, tok, NULL, v.base, v.len);
 		} else {
-			if (h2o_lcstris(name->base, name->len, H2O_STRLIT("x-request-id")) ||
-			    h2o_lcstris(name->base, name->len, H2O_STRLIT("keep-alive")) ||
-			    (name->len > 13 && h2o_lcstris(name->base, 13, H2O_STRLIT("x-switchyard-"))))
-				continue;
 			h2o_iovec_t n = h2o_strdup(&req->pool, name->base, name->len);
-			h2o_iovec_t v = h2o_strdup(&req->pool, headers[i].value.base, headers[i].value.len);
 			h2o_add_header_by_str(&req->pool, &req->res.headers, n.base, n.len, 0, NULL, v.base,
 					      v.len);
 		}
@@ -537,37 +592,27 @@ static h2o_http1client_body_cb on_head(h2o_http1client_t *c, const char *errstr,
 	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL,
 			      id.base, id.len);
 	decision_headers(f);
-	rt_metrics_response(rt_w.metrics, rt_w.index, f->route, status);
 	f->started = true;
 	f->generator.proceed = on_proceed;
 	f->generator.stop = on_stop;
-	h2o_start_response(req, &f->generator);
-	if (errstr == h2o_http1client_error_is_eos) {
-		f->client = NULL;
+	if (eos) {
 		f->eos = true;
 		record_worker_outcome(f, rt_outcome_of_status(status));
 		do_send(f);
-		return NULL;
+		return;
 	}
 	arm_idle(f);
-	return on_body;
 }
 
-static h2o_http1client_head_cb on_connect(h2o_http1client_t *c, const char *errstr,
-					  h2o_iovec_t **reqbufs, size_t *cnt, int *is_head)
+static void on_connect(struct rt_ux *x, const char *err)
 {
-	struct fwd *f = c->data;
+	struct fwd *f = x->data;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_CONNECT, sy_mono_ns() - f->t_connect_start);
-	if (errstr != NULL) {
-		f->client = NULL;
-		fail_before_head(f, 502, "upstream_unreachable", "cannot connect to the worker", true);
-		return NULL;
-	}
-	*reqbufs = f->reqbufs;
-	*cnt = 2;
-	*is_head = 0;
-	return on_head;
+	if (err != NULL)
+		fail_before_head(f, 502, "upstream_unreachable", err, true);
 }
+
+static const struct rt_ux_cb fwd_cb = {on_connect, on_head, on_body};
 
 /* Starts (or restarts, for a retry) the attempt at f->pick.main. */
 static void fwd_connect(struct fwd *f)
@@ -591,12 +636,11 @@ static void fwd_connect(struct fwd *f)
 		return;
 	}
 	guard_acquire(f, f->pick.main.slot);
-	f->reqbufs[0] = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
-				   f->pick.pd ? f->pick.main.url : NULL);
-	f->reqbufs[1] = f->body;
+	f->head = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
+			     f->pick.pd ? f->pick.main.url : NULL);
 	f->t_dispatch = f->t_connect_start = now;
 	h2o_timeout_link(rt_w.loop, &rt_w.head_timeout, &f->head_timer);
-	h2o_http1client_connect_with_pool(&f->client, f, &rt_w.client_ctx, &f->up->pool, on_connect);
+	rt_ux_start(&f->ux, f->up, f->head, f->body);
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
@@ -604,10 +648,7 @@ static void fwd_connect(struct fwd *f)
 static void fwd_dispose(void *p)
 {
 	struct fwd *f = p;
-	if (f->client != NULL) {
-		h2o_http1client_cancel(f->client);
-		f->client = NULL;
-	}
+	rt_ux_dispose(&f->ux);
 	if (h2o_timeout_is_linked(&f->head_timer))
 		h2o_timeout_unlink(&f->head_timer);
 	if (h2o_timeout_is_linked(&f->idle_timer))
@@ -647,6 +688,7 @@ int rt_forward_start(h2o_req_t *req, struct rt_gen *g, enum rt_route route,
 	f->idle_timer.cb = on_idle_timeout;
 	h2o_buffer_init(&f->sending, &h2o_socket_buffer_prototype);
 	h2o_buffer_init(&f->tail, &h2o_socket_buffer_prototype);
+	rt_ux_init(&f->ux, (enum rt_ux_kind)g->cfg.router.upstream_client, &fwd_cb, f);
 	rt_w.active_requests++;
 	rt_metrics_decision(rt_w.metrics, rt_w.index, pick->policy, pick->reason);
 

@@ -88,6 +88,7 @@ struct router_worker {
 	uint64_t drain_deadline_ns;
 	uint64_t active_requests;        /* inference requests of this process in flight */
 	uint64_t request_seq;            /* for generated request IDs */
+	int pid;                         /* getpid() of this worker, read once */
 };
 
 /* The process's worker (server.c). */

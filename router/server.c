@@ -29,6 +29,7 @@
 #include "router/metrics.h"
 #include "router/routes/routes.h"
 #include "router/rtgen.h"
+#include "router/uclient.h"
 #include "router/upstream.h"
 
 struct router_worker rt_w;
@@ -53,6 +54,18 @@ const char *rt_route_name(enum rt_route r)
 
 /* ---- request IDs and the access log ------------------------------------ */
 
+static char *put_dec(char *w, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*w++ = d[--n];
+	return w;
+}
+
 h2o_iovec_t rt_request_id(h2o_req_t *req)
 {
 	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
@@ -67,11 +80,18 @@ h2o_iovec_t rt_request_id(h2o_req_t *req)
 		 * travels upstream and back). */
 		h2o_delete_header(&req->headers, i);
 	}
-	char buf[64];
+	/* "sy-<pid>-<seq>-<8 hex>", formatted by hand (hot path). */
+	char *buf = h2o_mem_alloc_pool(&req->pool, 64), *w = buf;
 	uint32_t rnd = (uint32_t)(sy_mono_ns() * 2654435761u);
-	int n = snprintf(buf, sizeof(buf), "sy-%d-%llu-%08x", (int)getpid(),
-			 (unsigned long long)++rt_w.request_seq, rnd);
-	h2o_iovec_t v = h2o_strdup(&req->pool, buf, (size_t)n);
+	memcpy(w, "sy-", 3);
+	w += 3;
+	w = put_dec(w, (uint64_t)rt_w.pid);
+	*w++ = '-';
+	w = put_dec(w, ++rt_w.request_seq);
+	*w++ = '-';
+	for (int k = 7; k >= 0; k--)
+		*w++ = "0123456789abcdef"[(rnd >> (k * 4)) & 0xf];
+	h2o_iovec_t v = h2o_iovec_init(buf, (size_t)(w - buf));
 	h2o_add_header_by_str(&req->pool, &req->headers, H2O_STRLIT("x-request-id"), 0, NULL, v.base,
 			      v.len);
 	return v;
@@ -106,7 +126,7 @@ void rt_access_log(h2o_req_t *req, enum rt_route route, int status, const char *
 		rt_buf_puts(&b, "null");
 	}
 	rt_buf_printf(&b, ",\"duration_ms\":%.3f,\"bytes\":%llu,\"pid\":%d}\n",
-		      (double)duration_ns / 1e6, (unsigned long long)bytes_out, (int)getpid());
+		      (double)duration_ns / 1e6, (unsigned long long)bytes_out, rt_w.pid);
 	if (!b.oom && write(rt_w.access_log_fd, b.p, b.n) < 0)
 		sy_debug("access log: %s", strerror(errno));
 	rt_buf_free(&b);
@@ -293,6 +313,7 @@ static void setup_h2o(void)
 	h2o_timeout_init(rt_w.loop, &rt_w.idle_timeout, idle_ms);
 	h2o_timeout_init(rt_w.loop, &rt_w.io_timeout, (head_ms > idle_ms ? head_ms : idle_ms) + 5000);
 	h2o_timeout_init(rt_w.loop, &rt_w.prefill_timeout, head_ms + idle_ms);
+	rt_lean_init(rt_w.loop, 2000); /* idle keep-alive sockets: 2 s, as the h2o pool */
 	rt_w.client_ctx.loop = rt_w.loop;
 	rt_w.client_ctx.io_timeout = &rt_w.io_timeout;
 }
@@ -302,6 +323,7 @@ int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int arg
 	char err[512];
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	rt_w.index = index;
+	rt_w.pid = getpid();
 	rt_w.argc = argc;
 	rt_w.argv = argv;
 	rt_w.listen_fd = listen_fd;
@@ -342,7 +364,8 @@ int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int arg
 	}
 	rt_w.listener = h2o_evloop_socket_create(rt_w.loop, listen_fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(rt_w.listener, on_accept);
-	sy_info("worker %u ready (pid %d, proc slot %u)", index, (int)getpid(), rt_w.proc_slot);
+	sy_info("worker %u ready (pid %d, proc slot %u, upstream client %s)", index, (int)getpid(),
+		rt_w.proc_slot, rt_w.cfg->router.upstream_client == SY_UPSTREAM_LEAN ? "lean" : "h2o");
 
 	while (true) {
 		h2o_evloop_run(rt_w.loop, 100);

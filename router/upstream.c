@@ -109,6 +109,10 @@ struct rt_upstream *rt_upstream_get(struct rt_upstreams *t, uint32_t slot, const
 	size_t auth_len = (size_t)(path - (id + 7));
 	u->authority = h2o_iovec_init(u->id + 7, auth_len);
 	u->prefix = h2o_iovec_init(u->id + 7 + auth_len, strlen(u->id + 7 + auth_len));
+	memcpy(&u->lean.addr, res->ai_addr, res->ai_addrlen);
+	u->lean.addrlen = res->ai_addrlen;
+	h2o_linklist_init_anchor(&u->lean.idle);
+	u->lean.capacity = t->capacity;
 	h2o_socketpool_init_by_address(&u->pool, res->ai_addr, res->ai_addrlen, 0, t->capacity);
 	h2o_socketpool_set_timeout(&u->pool, loop, 2000); /* idle keep-alive sockets: 2 s */
 	freeaddrinfo(res);

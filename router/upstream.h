@@ -14,16 +14,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include <h2o.h>
 #include <h2o/socketpool.h>
 
 struct rt_upstreams;
 
+/* The lean client's keep-alive sockets to one upstream (lean.c). Idle
+ * connections (struct rt_lconn, malloc'd once per connection) stay
+ * registered in the event loop; at most `capacity` are kept idle. */
+struct rt_lean_pool {
+	struct sockaddr_storage addr; /* resolved once */
+	socklen_t addrlen;
+	h2o_linklist_t idle;          /* rt_lconn.idle_link, most recently used first */
+	size_t idle_count;
+	size_t capacity;
+};
+
 /* One worker's connection facts. Owned by the table; valid until process
  * exit (never freed while requests may use it). */
 struct rt_upstream {
 	char *id;              /* worker ID (URL) */
-	h2o_socketpool_t pool;
+	h2o_socketpool_t pool;  /* h2o_http1client (fallback, admin fan-out) */
+	struct rt_lean_pool lean; /* lean client (uclient.h) */
 	h2o_iovec_t authority; /* "host:port" for the Host header */
 	h2o_iovec_t prefix;    /* path prefix of the URL ("" or "/x") */
 	char host[256];        /* host without brackets (bootstrap_host) */

@@ -9,11 +9,17 @@ and a 64-event SSE answer. Reported per proxy (median over rounds): req/s,
 p99 latency, p99 added over the direct-to-nginx run, and CPU µs per request
 (utime+stime of every proxy process from /proc, divided by requests).
 Writes a Markdown table to bench/results/proxy.md (and stdout).
+
+Env: ROUTER_BIN (the router under test), ROUTER_ARGS (extra router flags),
+ROUTER_BASE_BIN (optional: a second router build, e.g. main's, run in the
+same alternation as "switchyard-base" for before/after figures).
 """
 import os, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROUTER = os.environ.get("ROUTER_BIN", os.path.join(ROOT, "build/router/switchyard-router"))
+ROUTER_ARGS = os.environ.get("ROUTER_ARGS", "").split()
+ROUTER_BASE = os.environ.get("ROUTER_BASE_BIN")
 DURATION = int(os.environ.get("BENCH_SECONDS", "5"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 CONNS = int(os.environ.get("BENCH_CONNS", "32"))
@@ -126,43 +132,57 @@ backend be
             hp = subprocess.Popen(["taskset", "-c", "0", "/usr/sbin/haproxy", "-f", tmp + "/haproxy.cfg"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             procs.append(hp)
-            shm = "/dev/shm/sy-bench-proxy-%d" % os.getpid()
-            rp = subprocess.Popen(["taskset", "-c", "0", ROUTER, "--port", str(rport), "--processes", "1",
-                                   "--shm", shm, "--model-id", "bench", "--log-level", "warn",
-                                   "--worker-urls", "http://127.0.0.1:%d" % ports[0],
-                                   "http://127.0.0.1:%d" % ports[1]],
-                                  stdout=subprocess.DEVNULL, stderr=open(tmp + "/router.log", "w"))
-            procs.append(rp)
-            wait_port(hport); wait_port(rport); time.sleep(0.3)
-            rpids = [rp.pid] + children(rp.pid)
+            routers = {}  # name -> (process, port, shm)
+            for name, binary, extra in (("switchyard", ROUTER, ROUTER_ARGS), ("switchyard-base", ROUTER_BASE, [])):
+                if binary is None:
+                    continue
+                port = rport if name == "switchyard" else free_port()
+                shm = "/dev/shm/sy-bench-proxy-%d-%s" % (os.getpid(), name)
+                rp = subprocess.Popen(["taskset", "-c", "0", binary, "--port", str(port), "--processes", "1",
+                                       "--shm", shm, "--model-id", "bench", "--log-level", "warn",
+                                       "--worker-urls", "http://127.0.0.1:%d" % ports[0],
+                                       "http://127.0.0.1:%d" % ports[1], *extra],
+                                      stdout=subprocess.DEVNULL, stderr=open(tmp + "/%s.log" % name, "w"))
+                procs.append(rp)
+                routers[name] = (rp, port, shm)
+            wait_port(hport)
+            for rp, port, _ in routers.values():
+                wait_port(port)
+            time.sleep(0.3)
+            rpids = {name: [rp.pid] + children(rp.pid) for name, (rp, _, _) in routers.items()}
             direct = wrk(ports[0], script)  # baseline: straight to nginx
-            rows = {"haproxy": [], "switchyard": []}
+            rows = {"haproxy": [], **{name: [] for name in routers}}
             for _ in range(ROUNDS):
-                rows["switchyard"].append(run_proxy(kind, rport, rpids, script))
+                for name, (_, port, _) in routers.items():
+                    rows[name].append(run_proxy(kind, port, rpids[name], script))
                 rows["haproxy"].append(run_proxy(kind, hport, [hp.pid], script))
             results[kind] = (direct, rows)
-            for p in (hp, rp):
+            for p in [hp] + [r[0] for r in routers.values()]:
                 p.send_signal(signal.SIGTERM)
                 try:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
-            if os.path.exists(shm):
-                os.unlink(shm)
+            for _, _, shm in routers.values():
+                if os.path.exists(shm):
+                    os.unlink(shm)
 
         med = lambda rs, k: statistics.median(r[k] for r in rs)
         lines = ["| workload | proxy | req/s | p99 µs | p99 added µs | CPU µs/req | non-2xx |",
                  "|---|---|---:|---:|---:|---:|---:|"]
         ratios = []
         for kind, (direct, rows) in results.items():
-            for name in ("haproxy", "switchyard"):
+            for name in rows:
                 rs = rows[name]
                 lines.append("| %s | %s | %.0f | %.0f | %.0f | %.1f | %d |" % (
                     "small JSON" if kind == "small" else "SSE, 64 events", name, med(rs, "rps"),
                     med(rs, "p99"), med(rs, "p99") - direct[1], med(rs, "cpu_us"), sum(r["errs"] for r in rs)))
-            ratios.append("%s: switchyard/HAProxy req/s %.2f×, CPU per request %.2f×" % (
-                kind, med(rows["switchyard"], "rps") / med(rows["haproxy"], "rps"),
-                med(rows["switchyard"], "cpu_us") / med(rows["haproxy"], "cpu_us")))
+            for name in rows:
+                if name == "haproxy":
+                    continue
+                ratios.append("%s: %s/HAProxy req/s %.2f×, CPU per request %.2f×" % (
+                    kind, name, med(rows[name], "rps") / med(rows["haproxy"], "rps"),
+                    med(rows[name], "cpu_us") / med(rows["haproxy"], "cpu_us")))
         text = ("# bench/proxy — switchyard-router vs HAProxy random(2)\n\n"
                 "%d rounds × %d s alternating, wrk -t1 -c%d, proxy pinned to CPU 0, wrk + nginx to CPU 1; "
                 "medians. p99 added = proxy p99 − direct-to-nginx p99 (%.0f µs small, %.0f µs SSE).\n\n"
@@ -180,9 +200,10 @@ backend be
                 except subprocess.TimeoutExpired:
                     p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-        shm = "/dev/shm/sy-bench-proxy-%d" % os.getpid()
-        if os.path.exists(shm):
-            os.unlink(shm)
+        for name in ("switchyard", "switchyard-base"):
+            shm = "/dev/shm/sy-bench-proxy-%d-%s" % (os.getpid(), name)
+            if os.path.exists(shm):
+                os.unlink(shm)
 
 
 if __name__ == "__main__":
