@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "router/buf.h"
+#include "statebus-counters.h"
 
 /* Status codes with their own label value; anything else counts as "other"
  * (slot RT_STATUS_SLOTS - 1). */
@@ -305,6 +307,26 @@ static void render_hist(struct rt_buf *b, struct rt_metrics *m, const char *name
 		      name, labels, (unsigned long long)count);
 }
 
+/* The statebus's counters, read from the region's counters block (DESIGN.md
+ * §5: "a router's /metrics and syctl streams read them from there"), and
+ * whether a statebus is live (header heartbeat, 5 s). Region-wide values:
+ * every router of the host reports the same numbers. */
+static void render_region_counters(struct rt_buf *b, struct statebus_region *region)
+{
+	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++) {
+		const char *name = statebus_counter_name(i);
+		if (name == NULL)
+			continue;
+		rt_buf_printf(b, "# HELP %s Counted by the statebus in the state plane.\n"
+				 "# TYPE %s counter\n%s %llu\n",
+			      name, name, name, (unsigned long long)statebus_counter_get(region, i));
+	}
+	rt_buf_printf(b, "# HELP switchyard_statebus_live 1 while a statebus writes the state "
+			 "plane (heartbeat within 5 s).\n# TYPE switchyard_statebus_live gauge\n"
+			 "switchyard_statebus_live %d\n",
+		      statebus_daemon_live(region, sy_mono_ns(), 5000000000ull) ? 1 : 0);
+}
+
 int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		      int (*cb_state)(uint32_t slot), char **out, size_t *len)
 {
@@ -486,6 +508,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			    offsetof(struct rt_metrics_row, phase) + ph * sizeof(struct rt_hist),
 			    edges_phase);
 	}
+	if (region != NULL)
+		render_region_counters(&b, region);
 	if (b.oom) {
 		rt_buf_free(&b);
 		return SY_ENOMEM;
