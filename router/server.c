@@ -129,10 +129,8 @@ static int method_not_allowed(h2o_req_t *req, enum rt_route route, const char *a
 			      (int)req->method.len, req->method.base, allowed);
 }
 
-static int on_req(h2o_handler_t *self, h2o_req_t *req)
+enum rt_route rt_route_lookup(h2o_iovec_t p, const char **method)
 {
-	(void)self;
-	h2o_iovec_t p = req->path_normalized;
 	/* Drop a query string for matching. */
 	for (size_t i = 0; i < p.len; i++)
 		if (p.base[i] == '?')
@@ -156,16 +154,28 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		{"/flush_cache", RT_ROUTE_FLUSH_CACHE, "POST"},
 		{"/workers", RT_ROUTE_WORKERS, NULL},
 	};
-	enum rt_route route = RT_ROUTE_OTHER;
-	const char *method = NULL;
+	*method = NULL;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (path_is(p, table[i].path)) {
-			route = table[i].route;
-			method = table[i].method;
-			break;
+			*method = table[i].method;
+			return table[i].route;
 		}
-	if (route == RT_ROUTE_OTHER && p.len > 9 && memcmp(p.base, "/workers/", 9) == 0)
-		route = RT_ROUTE_WORKERS;
+	if (p.len > 9 && memcmp(p.base, "/workers/", 9) == 0)
+		return RT_ROUTE_WORKERS;
+	return RT_ROUTE_OTHER;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+	(void)self;
+	h2o_iovec_t p = req->path_normalized;
+	const char *method = NULL;
+	enum rt_route route = rt_route_lookup(p, &method);
+	for (size_t i = 0; i < p.len; i++)
+		if (p.base[i] == '?')
+			p.len = i;
+	if (p.len > 1 && p.base[p.len - 1] == '/')
+		p.len--;
 	rt_metrics_request(rt_w.metrics, rt_w.index, route);
 	rt_request_id(req);
 
@@ -236,6 +246,7 @@ static void reload(void)
 	struct rt_gen *old = rt_w.gen;
 	rt_w.gen = g;
 	rt_w.cfg = &g->cfg;
+	rt_w.hconf.max_request_entity_size = (size_t)g->cfg.router.max_body_bytes + 1;
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
 		(unsigned long long)g->id, (unsigned long long)rt_w.active_requests);
@@ -272,15 +283,17 @@ static void setup_h2o(void)
 {
 	const struct sy_config_router *rc = &rt_w.cfg->router;
 	h2o_config_init(&rt_w.hconf);
-	/* h2o rejects bodies over this with its own 413 before our handler
-	 * runs; leave room so that bodies up to twice the limit get our JSON
-	 * 413 payload_too_large (routes/infer.c). */
-	rt_w.hconf.max_request_entity_size = (size_t)rc->max_body_bytes * 2 + 4096;
+	/* h2o refuses a body over this before our handler runs (never reading
+	 * the rest); oversize.c turns its plain-text 413 into our JSON one. A
+	 * body of exactly limit + 1 bytes reaches routes/infer.c, which
+	 * answers the same 413. */
+	rt_w.hconf.max_request_entity_size = (size_t)rc->max_body_bytes + 1;
 	h2o_hostconf_t *hc =
 		h2o_config_register_host(&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
 	h2o_handler_t *h = h2o_create_handler(pc, sizeof(*h));
 	h->on_req = on_req;
+	rt_oversize_install(hc, pc);
 
 	rt_w.loop = h2o_evloop_create();
 	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);
