@@ -27,6 +27,9 @@
 #include "router/pd.h"
 #include "router/upstream.h"
 
+/* Largest upstream response head passed on (bytes, names + values). */
+#define RT_MAX_UPSTREAM_HEAD_BYTES 65536
+
 struct fwd {
 	h2o_req_t *req;             /* NULL once disposed */
 	struct rt_gen *gen;         /* reference */
@@ -477,6 +480,17 @@ static h2o_http1client_body_cb on_head(h2o_http1client_t *c, const char *errstr,
 		f->client = NULL;
 		fail_before_head(f, 502, "upstream_unreachable",
 				 "the worker closed the connection before answering", true);
+		return NULL;
+	}
+	/* Response headers bigger than any engine sends (h2o's client takes
+	 * up to ~400 KiB) are not passed on to the client. */
+	size_t head_bytes = 0;
+	for (size_t i = 0; i < num_headers; i++)
+		head_bytes += headers[i].name->len + headers[i].value.len + 4;
+	if (head_bytes > RT_MAX_UPSTREAM_HEAD_BYTES) {
+		f->client = NULL;
+		fail_before_head(f, 502, "upstream_unreachable",
+				 "the worker's response headers are too large", true);
 		return NULL;
 	}
 	uint64_t now = sy_mono_ns();

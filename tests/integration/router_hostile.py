@@ -244,10 +244,271 @@ def oversize(port):
         fail("413s not counted: %s" % [l for l in m.decode().splitlines() if "413" in l])
 
 
+class FakeEngine:
+    """A hostile engine on a loopback port: `mode` is one of stall (reads the
+    request, never answers), reset (RST after the request), garbage (a
+    non-HTTP answer), hugeheader (a 256 KiB header line), cutbody
+    (Content-Length 1000, 10 bytes, close), sse_stall (SSE headers and one
+    event, then silence), sse_cut (one event then RST). /health and
+    /server_info are never reached without a statebus."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.conns = []
+        self.running = True
+        threading.Thread(target=self.serve, daemon=True).start()
+        servers.append(self)
+
+    def stop(self):
+        self.running = False
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        self.ls.close()
+
+    def serve(self):
+        while self.running:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self.handle, args=(c,), daemon=True).start()
+
+    def handle(self, c):
+        buf = b""
+        try:
+            while b"\r\n\r\n" not in buf:
+                b = c.recv(65536)
+                if not b:
+                    return
+                buf += b
+            m = self.mode
+            if m == "stall":
+                time.sleep(30)
+            elif m == "reset":
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                c.close()
+            elif m == "garbage":
+                c.sendall(b"\x00\xffthis is not HTTP at all\r\n\r\n" * 10)
+                c.close()
+            elif m == "hugeheader":
+                c.sendall(b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * (256 << 10) + b"\r\n\r\n")
+                c.close()
+            elif m == "cutbody":
+                c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                          b"content-length: 1000\r\n\r\n{\"id\":\"x\",")
+                time.sleep(0.2)
+                c.close()
+            elif m in ("sse_stall", "sse_cut"):
+                c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                          b"transfer-encoding: chunked\r\n\r\n")
+                ev = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+                c.sendall(b"%x\r\n" % len(ev) + ev + b"\r\n")
+                if m == "sse_stall":
+                    time.sleep(30)
+                else:
+                    time.sleep(0.2)
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                    c.close()
+        except OSError:
+            pass
+
+
+def inflight_total(shm):
+    r = subprocess.run([SYCTL, "--shm", shm, "inflight", "--json"], capture_output=True,
+                       text=True, timeout=10)
+    return sum(w["in_flight"] for w in json.loads(r.stdout)["workers"])
+
+
+def wait_inflight_zero(shm, what):
+    end = time.time() + 10
+    while time.time() < end:
+        if inflight_total(shm) == 0:
+            return
+        time.sleep(0.1)
+    fail("in-flight guards not released: " + what)
+
+
+def upstreams():
+    modes = ["stall", "reset", "garbage", "hugeheader", "cutbody", "sse_stall", "sse_cut"]
+    fakes = {m: FakeEngine(m) for m in modes}
+    cfg = os.path.join(T, "up.yaml")
+    with open(cfg, "w") as f:
+        f.write("model_id: m1\nworkers:\n")
+        for m, fe in fakes.items():
+            f.write("  - {url: %s, model: %s}\n" % (fe.url, m))
+        f.write("router: {request_timeout_secs: 1, stream_idle_timeout_secs: 1, processes: 1}\n")
+    port, rp = router("up", "--config", cfg)
+    shm = SHM + "up"
+    urls = [fe.url for fe in fakes.values()]
+
+    def chat(model, stream=False):
+        return request(port, "POST", "/v1/chat/completions",
+                       {"model": model, "stream": stream, "max_tokens": 4,
+                        "messages": [{"role": "user", "content": "x"}]}, timeout=15)
+    t0 = time.time()
+    expect_error("stalled engine", chat("stall"), 504, "upstream_timeout", urls)
+    if time.time() - t0 > 5:
+        fail("stalled engine: header timeout not kept (%.1f s)" % (time.time() - t0))
+    for m in ("reset", "garbage", "hugeheader"):
+        expect_error("engine " + m, chat(m), 502, "upstream_unreachable", urls)
+    # A body cut after the headers: the client sees a short body (never a hang).
+    try:
+        st, h, body = chat("cutbody")
+        if st == 200 and len(body) >= 1000:
+            fail("cut body delivered whole?")
+    except (http.client.IncompleteRead, ConnectionError):
+        pass
+    for m in ("sse_stall", "sse_cut"):
+        t0 = time.time()
+        try:
+            st, h, body = chat(m, stream=True)
+            if b"[DONE]" in body:
+                fail(m + ": stream completed?")
+        except (http.client.IncompleteRead, ConnectionError):
+            pass
+        if time.time() - t0 > 6:
+            fail(m + ": took %.1f s" % (time.time() - t0))
+    wait_inflight_zero(shm, "after hostile engines")
+    if rp.poll() is not None:
+        fail("router died on a hostile engine")
+    st, _, m = request(port, "GET", "/metrics")
+    for l in m.decode().splitlines():
+        if l.startswith("switchyard_stream_outcome_total") and "idle_timeout" in l and l.endswith(" 0"):
+            fail("stream idle timeout not counted: " + l)
+    log("upstreams: stall 504, reset/garbage/huge header 502, cut bodies and streams end, guards released")
+
+
+def bodies(port, urls):
+    def post(body, path="/v1/chat/completions"):
+        return request(port, "POST", path, body)
+    e = expect_error("malformed JSON", post('{"model":"m1","messages":[{"role":"user","content":"x"}],}'),
+                     400, "bad_request", urls)
+    if "at byte 58" not in e["message"]:
+        fail("malformed JSON: no byte offset: " + e["message"])
+    expect_error("truncated JSON", post('{"model":"m1","messages":[{"role":'), 400, "bad_request",
+                 urls, contains="byte")
+    expect_error("invalid UTF-8", post(b'{"model":"m1","messages":[{"role":"user","content":"\xff"}]}'),
+                 400, "bad_request", urls, contains="byte")
+    expect_error("not an object", post("[1,2]"), 400, "bad_request", urls)
+    expect_error("model a number", post({"model": 5, "messages": [{"role": "user", "content": "x"}]}),
+                 400, "bad_request", urls, contains="model")
+    expect_error("messages a string", post({"model": "m1", "messages": "hi"}), 400, "bad_request",
+                 urls, contains="messages")
+    expect_error("role a number", post({"model": "m1", "messages": [{"role": 1, "content": "x"}]}),
+                 400, "bad_request", urls, contains="messages[0].role")
+    expect_error("stream a string", post({"model": "m1", "stream": "yes",
+                                          "messages": [{"role": "user", "content": "x"}]}),
+                 400, "bad_request", urls, contains="stream")
+    for v in ("-1", "1.5", '"5"', "1e300"):
+        expect_error("max_tokens " + v,
+                     post('{"model":"m1","messages":[{"role":"user","content":"x"}],"max_tokens":%s}' % v),
+                     400, "bad_request", urls, contains="max_tokens")
+    expect_error("max_tokens overflowing the peak",
+                 post('{"model":"m1","messages":[{"role":"user","content":"x"}],'
+                      '"max_tokens":18446744073709551615}'), 400, "bad_request", urls,
+                 contains="overflow")
+    expect_error("deep nesting", post('{"model":"m1","messages":[{"role":"user","content":"x"}],"x":'
+                                      + "[" * 100000 + "]" * 100000 + "}"),
+                 400, "bad_request", urls, contains="deeper")
+    expect_error("unknown model", post({"model": "nope", "messages": [{"role": "user", "content": "x"}]}),
+                 404, "model_not_found", urls)
+    expect_error("empty body", post(""), 400, "bad_request", urls)
+    log("bodies: malformed (byte offsets), wrong types, peak overflow, depth, 404")
+
+
+def no_bucket(a_url):
+    cfg = os.path.join(T, "nb.yaml")
+    with open(cfg, "w") as f:
+        f.write("model_id: m1\nworkers: [{url: %s}]\nrouter: {processes: 1}\n"
+                "buckets:\n  - id: small\n    rank: 1\n    limits: {min: 0, max: 4096}\n    max_context_tokens: 256\n"
+                "    groups: {plain: {policy: {type: random}}}\n" % a_url)
+    port, _ = router("nb", "--config", cfg)
+    expect_error("no matching bucket",
+                 request(port, "POST", "/v1/chat/completions",
+                         {"model": "m1", "max_tokens": 1000,
+                          "messages": [{"role": "user", "content": "x"}]}),
+                 400, "no_matching_bucket", [a_url])
+    st, h, _ = request(port, "POST", "/v1/chat/completions",
+                       {"model": "m1", "max_tokens": 2, "messages": [{"role": "user", "content": "x"}]})
+    if st != 200 or h.get("x-switchyard-bucket") != "small":
+        fail("small request not served by bucket small: %d %s" % (st, h))
+    log("no matching bucket: 400")
+
+
+def slowloris(port):
+    """Connections that send half a request and hold it: others are served."""
+    held = []
+    for i in range(40):
+        s = socket.create_connection(("127.0.0.1", port))
+        if i % 2:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{\"mo")
+        else:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        held.append(s)
+    t0 = time.time()
+    for _ in range(10):
+        st, _, _ = request(port, "POST", "/v1/chat/completions",
+                           {"model": "m1", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]},
+                           timeout=5)
+        if st != 200:
+            fail("request while slowloris connections are held: %d" % st)
+    if time.time() - t0 > 5:
+        fail("slowloris slowed the router down: %.1f s for 10 requests" % (time.time() - t0))
+    for s in held:
+        s.close()
+    log("slowloris: 40 partial requests held, others served")
+
+
+def cancelled_streams(port, shm):
+    """Many concurrent streams whose clients vanish mid-way (and some before
+    the first byte): every guard released."""
+    socks = []
+    body = json.dumps({"model": "m1", "stream": True, "max_tokens": 200,
+                       "messages": [{"role": "user", "content": "stream please"}]}).encode()
+    for i in range(64):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                  b"content-length: %d\r\n\r\n" % len(body) + body)
+        socks.append(s)
+    end = time.time() + 10
+    while inflight_total(shm) < 32 and time.time() < end:
+        time.sleep(0.05)
+    n = inflight_total(shm)
+    if n < 32:
+        fail("streams not in flight: %d" % n)
+    for i, s in enumerate(socks):
+        if i % 2:
+            s.recv(100)
+        if i % 3 == 0:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+        s.close()
+    wait_inflight_zero(shm, "after 64 cancelled streams")
+    st, _, _ = request(port, "POST", "/v1/chat/completions",
+                       {"model": "m1", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
+    if st != 200:
+        fail("router unusable after cancelled streams: %d" % st)
+    log("streams: 64 concurrent streams cancelled (%d were in flight), guards released" % n)
+
+
 try:
-    a = fleet("a", "--model", "m1")
+    a = fleet("a", "--model", "m1", "--decode-us-per-token", "20000")
     port, rp = router("r1", "--worker-urls", a["url"], "--model-id", "m1", "--processes", "2")
     oversize(port)
+    bodies(port, [a["url"]])
+    slowloris(port)
+    cancelled_streams(port, SHM + "r1")
+    no_bucket(a["url"])
+    upstreams()
     if rp.poll() is not None:
         fail("router died")
     log("router_hostile: OK")
