@@ -19,8 +19,10 @@ void rt_error_body(struct rt_buf *b, int status, const char *code, const char *m
 		   const char *details_json);
 
 /* The status every router error code is sent with (DESIGN.md §9 and the
- * data plane's own codes: not_found 404, method_not_allowed 405,
- * unauthorized 401, draining 503); 0 for an unknown code. */
+ * data plane's own codes: not_found 404, worker_not_found 404,
+ * method_not_allowed 405, worker_exists 409, unauthorized 401, draining
+ * 503); 0 for an unknown code. rt_send_error() warns when a code is sent
+ * with another status. */
 int rt_error_code_status(const char *code);
 
 #endif

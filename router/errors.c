@@ -57,6 +57,9 @@ int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ct
 int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
 		  const char *message, const char *details_json)
 {
+	if (rt_error_code_status(code) != status)
+		sy_warn("error code %s sent with status %d (the code table says %d)", code, status,
+			rt_error_code_status(code));
 	struct rt_buf b = {0};
 	rt_error_body(&b, status, code, message, details_json);
 	h2o_iovec_t c = h2o_strdup(&req->pool, code, strlen(code));

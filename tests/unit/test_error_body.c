@@ -38,7 +38,8 @@ START_TEST(test_codes_table_matches_design_section_9)
 		{"upstream_body_incomplete", 502}, {"upstream_timeout", 504},
 		{"internal_error", 500},       {"not_found", 404},
 		{"method_not_allowed", 405},   {"unauthorized", 401},
-		{"draining", 503},
+		{"draining", 503},            {"worker_not_found", 404},
+		{"worker_exists", 409},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		ck_assert_msg(rt_error_code_status(want[i].code) == want[i].status, "%s",
