@@ -180,6 +180,18 @@ static void stop_accepting(void)
 	rt_w.listener = NULL;
 }
 
+/* h2o's own body limit for a router limit of `max_body` bytes. h2o refuses
+ * a body over it before our handler runs, never reading the rest: over
+ * HTTP/1 with a plain-text 413 that oversize.c rewrites into our JSON one;
+ * over HTTP/2 (h2o 2.2) with RST_STREAM REFUSED_STREAM, where no response
+ * can be sent. Twice the router's limit keeps every HTTP/2 body up to there
+ * answered by routes/infer.c with the JSON 413, at the cost of buffering up
+ * to that much per request. */
+static size_t rt_h2o_entity_limit(uint64_t max_body)
+{
+	return (size_t)max_body * 2 + 4096;
+}
+
 /* ---- reload ------------------------------------------------------------ */
 
 static void reload(void)
@@ -200,7 +212,7 @@ static void reload(void)
 	struct rt_gen *old = rt_w.gen;
 	rt_w.gen = g;
 	rt_w.cfg = &g->cfg;
-	rt_w.hconf.max_request_entity_size = (size_t)g->cfg.router.max_body_bytes + 1;
+	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
 		(unsigned long long)g->id, (unsigned long long)rt_w.active_requests);
@@ -237,11 +249,7 @@ static void setup_h2o(void)
 {
 	const struct sy_config_router *rc = &rt_w.cfg->router;
 	h2o_config_init(&rt_w.hconf);
-	/* h2o refuses a body over this before our handler runs (never reading
-	 * the rest); oversize.c turns its plain-text 413 into our JSON one. A
-	 * body of exactly limit + 1 bytes reaches routes/infer.c, which
-	 * answers the same 413. */
-	rt_w.hconf.max_request_entity_size = (size_t)rc->max_body_bytes + 1;
+	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
 	h2o_hostconf_t *hc =
 		h2o_config_register_host(&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
