@@ -35,6 +35,7 @@ SHM = "/dev/shm/sy-test-hostile-%d" % os.getpid()
 procs = []
 fleets = []
 servers = []
+shms = []
 LIMIT = 32 * 1024 * 1024
 
 
@@ -66,7 +67,7 @@ def cleanup():
             p.wait()
     for d in fleets:
         subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)
-    subprocess.run(["rm", "-rf", T, SHM])
+    subprocess.run(["rm", "-rf", T] + [SHM + n for n in shms])
 
 
 def free_port():
@@ -90,6 +91,7 @@ def fleet(name, *mock_args):
 
 def router(name, *args):
     port = free_port()
+    shms.append(name)
     p = subprocess.Popen([ROUTER, "--port", str(port), "--shm", SHM + name] + list(args),
                          stdout=open(os.path.join(T, name + ".log"), "a"),
                          stderr=subprocess.STDOUT)
