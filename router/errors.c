@@ -12,30 +12,9 @@
 
 #include "common/log.h"
 #include "router/buf.h"
+#include "router/error_body.h"
 #include "router/metrics.h"
 #include "router/router.h"
-
-void rt_buf_json_str(struct rt_buf *b, const char *s, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"': rt_buf_put(b, "\\\"", 2); break;
-		case '\\': rt_buf_put(b, "\\\\", 2); break;
-		case '\n': rt_buf_put(b, "\\n", 2); break;
-		case '\r': rt_buf_put(b, "\\r", 2); break;
-		case '\t': rt_buf_put(b, "\\t", 2); break;
-		default:
-			if (c < 0x20) {
-				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-				rt_buf_put(b, e, 6);
-			} else {
-				rt_buf_put(b, &s[i], 1);
-			}
-		}
-	}
-}
 
 const char *rt_reason(int status)
 {
@@ -78,18 +57,11 @@ int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ct
 int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
 		  const char *message, const char *details_json)
 {
+	if (rt_error_code_status(code) != status)
+		sy_warn("error code %s sent with status %d (the code table says %d)", code, status,
+			rt_error_code_status(code));
 	struct rt_buf b = {0};
-	rt_buf_printf(&b, "{\"error\":{\"type\":\"%s\",\"code\":\"",
-		      status >= 400 && status < 500 ? "invalid_request_error" : "server_error");
-	rt_buf_json_str(&b, code, strlen(code));
-	rt_buf_puts(&b, "\",\"message\":\"");
-	rt_buf_json_str(&b, message, strlen(message));
-	rt_buf_puts(&b, "\"");
-	if (details_json != NULL) {
-		rt_buf_puts(&b, ",\"details\":");
-		rt_buf_puts(&b, details_json);
-	}
-	rt_buf_puts(&b, "}}\n");
+	rt_error_body(&b, status, code, message, details_json);
 	h2o_iovec_t c = h2o_strdup(&req->pool, code, strlen(code));
 	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-router-error-code"), 0,
 			      NULL, c.base, c.len);

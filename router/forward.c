@@ -32,6 +32,9 @@
 #include "router/uclient.h"
 #include "router/upstream.h"
 
+/* Largest upstream response head passed on (bytes, names + values). */
+#define RT_MAX_UPSTREAM_HEAD_BYTES 65536
+
 struct fwd {
 	h2o_req_t *req;             /* NULL once disposed */
 	struct rt_gen *gen;         /* reference */
@@ -532,6 +535,18 @@ static void on_head(struct rt_ux *x, const char *err, int status, const h2o_head
 		h2o_timeout_unlink(&f->head_timer);
 	if (err != NULL) {
 		fail_before_head(f, 502, "upstream_unreachable", err, true);
+		return;
+	}
+	/* Response headers bigger than any engine sends (h2o's client takes
+	 * up to ~400 KiB) are not passed on to the client. */
+	size_t head_bytes = 0;
+	for (size_t i = 0; i < num_headers; i++)
+		head_bytes += headers[i].name->len + headers[i].value.len + 4;
+	if (head_bytes > RT_MAX_UPSTREAM_HEAD_BYTES) {
+		if (!eos)
+			rt_ux_cancel(&f->ux); /* drop the exchange and its socket */
+		fail_before_head(f, 502, "upstream_unreachable",
+				 "the worker's response headers are too large", true);
 		return;
 	}
 	uint64_t now = sy_mono_ns();

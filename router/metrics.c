@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "router/buf.h"
+#include "statebus-counters.h"
 
 /* Status codes with their own label value; anything else counts as "other"
  * (slot RT_STATUS_SLOTS - 1). */
@@ -301,8 +303,29 @@ static void render_hist(struct rt_buf *b, struct rt_metrics *m, const char *name
 	cum += bk[RT_HIST_BUCKETS];
 	rt_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
 		      (unsigned long long)cum);
-	rt_buf_printf(b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", name, labels, (double)sum / 1e9,
-		      name, labels, (unsigned long long)count);
+	const char *lo = labels[0] ? "{" : "", *lc = labels[0] ? "}" : "";
+	rt_buf_printf(b, "%s_sum%s%s%s %.9f\n%s_count%s%s%s %llu\n", name, lo, labels, lc,
+		      (double)sum / 1e9, name, lo, labels, lc, (unsigned long long)count);
+}
+
+/* The statebus's counters, read from the region's counters block (DESIGN.md
+ * §5: "a router's /metrics and syctl streams read them from there"), and
+ * whether a statebus is live (header heartbeat, 5 s). Region-wide values:
+ * every router of the host reports the same numbers. */
+static void render_region_counters(struct rt_buf *b, struct statebus_region *region)
+{
+	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++) {
+		const char *name = statebus_counter_name(i);
+		if (name == NULL)
+			continue;
+		rt_buf_printf(b, "# HELP %s Counted by the statebus in the state plane.\n"
+				 "# TYPE %s counter\n%s %llu\n",
+			      name, name, name, (unsigned long long)statebus_counter_get(region, i));
+	}
+	rt_buf_printf(b, "# HELP switchyard_statebus_live 1 while a statebus writes the state "
+			 "plane (heartbeat within 5 s).\n# TYPE switchyard_statebus_live gauge\n"
+			 "switchyard_statebus_live %d\n",
+		      statebus_daemon_live(region, sy_mono_ns(), 5000000000ull) ? 1 : 0);
 }
 
 int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
@@ -348,11 +371,13 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 	rt_buf_puts(&gauges, "# HELP switchyard_worker_inflight_requests Requests in flight at a "
 			     "worker (all router processes of the host).\n"
 			     "# TYPE switchyard_worker_inflight_requests gauge\n");
-	struct rt_buf health = {0};
+	/* One buffer per family: Prometheus text wants each family's samples
+	 * in one group after its TYPE line. */
+	struct rt_buf health = {0}, cbs = {0};
 	rt_buf_puts(&health, "# HELP switchyard_worker_health 1 when the worker's last health "
-			     "check passed.\n# TYPE switchyard_worker_health gauge\n"
-			     "# HELP switchyard_worker_cb_state Circuit breaker: 0 closed, 1 open, "
-			     "2 half-open.\n# TYPE switchyard_worker_cb_state gauge\n");
+			     "check passed.\n# TYPE switchyard_worker_health gauge\n");
+	rt_buf_puts(&cbs, "# HELP switchyard_worker_cb_state Circuit breaker: 0 closed, 1 open, "
+			  "2 half-open.\n# TYPE switchyard_worker_cb_state gauge\n");
 	uint64_t n_workers[3] = {0, 0, 0};
 	int64_t active = 0;
 	uint32_t cap = region ? statebus_workers_capacity(region) : 0;
@@ -389,15 +414,20 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			      (long long)infl);
 		rt_buf_printf(&health, "switchyard_worker_health{%s} %d\n", l, w.healthy ? 1 : 0);
 		if (cb_state)
-			rt_buf_printf(&health, "switchyard_worker_cb_state{%s} %d\n", l, cb_state(slot));
+			rt_buf_printf(&cbs, "switchyard_worker_cb_state{%s} %d\n", l, cb_state(slot));
 		rt_buf_free(&lab);
 	}
 	if (gauges.p)
 		rt_buf_put(&b, gauges.p, gauges.n);
 	if (health.p)
 		rt_buf_put(&b, health.p, health.n);
+	if (cb_state && cbs.p)
+		rt_buf_put(&b, cbs.p, cbs.n);
+	if (gauges.oom || health.oom || cbs.oom)
+		b.oom = true;
 	rt_buf_free(&gauges);
 	rt_buf_free(&health);
+	rt_buf_free(&cbs);
 	rt_buf_printf(&b,
 		      "# HELP switchyard_workers Workers in the state plane, by mode.\n"
 		      "# TYPE switchyard_workers gauge\n"
@@ -486,6 +516,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			    offsetof(struct rt_metrics_row, phase) + ph * sizeof(struct rt_hist),
 			    edges_phase);
 	}
+	if (region != NULL)
+		render_region_counters(&b, region);
 	if (b.oom) {
 		rt_buf_free(&b);
 		return SY_ENOMEM;

@@ -77,51 +77,63 @@ struct member {
 	h2o_iovec_t value; /* the value's bytes */
 };
 
-#define MAX_MEMBERS 256
+/* Iterator over the members of the object at `body` (any number of them).
+ * member_iter_init: 0, or -1 when `body` does not start an object.
+ * member_next: 1 with *m set, 0 at the closing '}', -1 when malformed. */
+struct member_iter {
+	struct span s;
+	bool first, done;
+};
 
-/* Splits the object at `body` into members (at most MAX_MEMBERS).
- * Returns the count, or -1. */
-static int members(h2o_iovec_t body, struct member *m, int max)
+static int member_iter_init(struct member_iter *it, h2o_iovec_t body)
 {
-	struct span s = {body.base, body.base + body.len};
-	int n = 0;
-	ws(&s);
-	if (s.p >= s.end || *s.p != '{')
+	it->s = (struct span){body.base, body.base + body.len};
+	it->first = true;
+	it->done = false;
+	ws(&it->s);
+	if (it->s.p >= it->s.end || *it->s.p != '{')
 		return -1;
-	s.p++;
-	ws(&s);
-	if (s.p < s.end && *s.p == '}')
+	it->s.p++;
+	ws(&it->s);
+	if (it->s.p < it->s.end && *it->s.p == '}')
+		it->done = true;
+	return 0;
+}
+
+static int member_next(struct member_iter *it, struct member *m)
+{
+	struct span *s = &it->s;
+	if (it->done)
 		return 0;
-	for (;;) {
-		ws(&s);
-		if (s.p >= s.end || *s.p != '"')
-			return -1;
-		const char *k0 = s.p + 1;
-		if (skip_value(&s) != 0)
-			return -1;
-		const char *k1 = s.p - 1;
-		ws(&s);
-		if (s.p >= s.end || *s.p != ':')
-			return -1;
-		s.p++;
-		ws(&s);
-		const char *v0 = s.p;
-		if (skip_value(&s) != 0)
-			return -1;
-		if (n >= max)
-			return -1;
-		m[n].key = h2o_iovec_init(k0, (size_t)(k1 - k0));
-		m[n].value = h2o_iovec_init(v0, (size_t)(s.p - v0));
-		n++;
-		ws(&s);
-		if (s.p < s.end && *s.p == ',') {
-			s.p++;
-			continue;
+	if (!it->first) {
+		ws(s);
+		if (s->p < s->end && *s->p == '}') {
+			it->done = true;
+			return 0;
 		}
-		if (s.p < s.end && *s.p == '}')
-			return n;
-		return -1;
+		if (s->p >= s->end || *s->p != ',')
+			return -1;
+		s->p++;
 	}
+	it->first = false;
+	ws(s);
+	if (s->p >= s->end || *s->p != '"')
+		return -1;
+	const char *k0 = s->p + 1;
+	if (skip_value(s) != 0)
+		return -1;
+	const char *k1 = s->p - 1;
+	ws(s);
+	if (s->p >= s->end || *s->p != ':')
+		return -1;
+	s->p++;
+	ws(s);
+	const char *v0 = s->p;
+	if (skip_value(s) != 0 || s->p == v0)
+		return -1;
+	m->key = h2o_iovec_init(k0, (size_t)(k1 - k0));
+	m->value = h2o_iovec_init(v0, (size_t)(s->p - v0));
+	return 1;
 }
 
 static bool key_is(const struct member *m, const char *k)
@@ -179,23 +191,25 @@ uint64_t rt_pd_room(void)
 
 unsigned rt_pd_batch_size(h2o_iovec_t body, enum rt_route route)
 {
-	struct member m[MAX_MEMBERS];
-	int n = members(body, m, MAX_MEMBERS);
+	struct member_iter it;
+	struct member mb, *m = &mb;
 	unsigned batch = 1;
-	for (int i = 0; i < n; i++) {
+	if (member_iter_init(&it, body) != 0)
+		return 1;
+	while (member_next(&it, &mb) == 1) {
 		char first;
 		int len;
-		if (key_is(&m[i], "n") && route != RT_ROUTE_GENERATE) {
-			long v = strtol(m[i].value.base, NULL, 10);
+		if (key_is(m, "n") && route != RT_ROUTE_GENERATE) {
+			long v = strtol(m->value.base, NULL, 10);
 			if (v > 1 && v <= 1024)
 				batch = (unsigned)v;
-		} else if ((key_is(&m[i], "prompt") && route == RT_ROUTE_COMPLETIONS) ||
-			   (key_is(&m[i], "text") && route == RT_ROUTE_GENERATE)) {
+		} else if ((key_is(m, "prompt") && route == RT_ROUTE_COMPLETIONS) ||
+			   (key_is(m, "text") && route == RT_ROUTE_GENERATE)) {
 			/* a list of strings or of token lists is a batch */
-			if ((len = array_len(m[i].value, &first)) > 1 && (first == '"' || first == '['))
+			if ((len = array_len(m->value, &first)) > 1 && (first == '"' || first == '['))
 				return (unsigned)len;
-		} else if (key_is(&m[i], "input_ids") && route == RT_ROUTE_GENERATE) {
-			if ((len = array_len(m[i].value, &first)) > 0 && first == '[')
+		} else if (key_is(m, "input_ids") && route == RT_ROUTE_GENERATE) {
+			if ((len = array_len(m->value, &first)) > 0 && first == '[')
 				return (unsigned)len;
 		}
 	}
@@ -211,23 +225,28 @@ static bool is_bootstrap(const struct member *m)
 int rt_pd_splice(h2o_mem_pool_t *pool, h2o_iovec_t body, const char *host, uint16_t port,
 		 unsigned batch, h2o_iovec_t *out)
 {
-	struct member m[MAX_MEMBERS];
-	int n = members(body, m, MAX_MEMBERS);
-	if (n < 0)
+	struct member_iter it;
+	struct member m;
+	if (member_iter_init(&it, body) != 0)
 		return -1;
 	struct rt_buf b = {0};
 	rt_buf_put(&b, "{", 1);
 	bool first = true;
-	for (int i = 0; i < n; i++) {
-		if (is_bootstrap(&m[i]))
+	int rc;
+	while ((rc = member_next(&it, &m)) == 1) {
+		if (is_bootstrap(&m))
 			continue;
 		if (!first)
 			rt_buf_put(&b, ",", 1);
 		first = false;
 		rt_buf_put(&b, "\"", 1);
-		rt_buf_put(&b, m[i].key.base, m[i].key.len);
+		rt_buf_put(&b, m.key.base, m.key.len);
 		rt_buf_put(&b, "\":", 2);
-		rt_buf_put(&b, m[i].value.base, m[i].value.len);
+		rt_buf_put(&b, m.value.base, m.value.len);
+	}
+	if (rc < 0) {
+		rt_buf_free(&b);
+		return -1;
 	}
 	if (!first)
 		rt_buf_put(&b, ",", 1);
@@ -271,20 +290,21 @@ int rt_pd_splice(h2o_mem_pool_t *pool, h2o_iovec_t body, const char *host, uint1
 static int override_object(h2o_iovec_t obj, json_t *ov, bool reject, struct rt_buf *b,
 			   h2o_mem_pool_t *pool, const char **param)
 {
-	struct member m[MAX_MEMBERS];
-	int n = members(obj, m, MAX_MEMBERS);
-	if (n < 0)
+	struct member_iter it;
+	struct member m;
+	if (member_iter_init(&it, obj) != 0)
 		return -1;
 	rt_buf_put(b, "{", 1);
 	bool first = true;
-	for (int i = 0; i < n; i++) {
+	int rc;
+	while ((rc = member_next(&it, &m)) == 1) {
 		char key[128];
-		if (m[i].key.len < sizeof(key)) {
-			memcpy(key, m[i].key.base, m[i].key.len);
-			key[m[i].key.len] = '\0';
+		if (m.key.len < sizeof(key)) {
+			memcpy(key, m.key.base, m.key.len);
+			key[m.key.len] = '\0';
 			json_t *want = json_object_get(ov, key);
 			if (want != NULL) {
-				json_t *have = json_loadb(m[i].value.base, m[i].value.len,
+				json_t *have = json_loadb(m.value.base, m.value.len,
 							  JSON_DECODE_ANY, NULL);
 				bool same = have != NULL && json_equal(have, want);
 				if (have)
@@ -300,10 +320,12 @@ static int override_object(h2o_iovec_t obj, json_t *ov, bool reject, struct rt_b
 			rt_buf_put(b, ",", 1);
 		first = false;
 		rt_buf_put(b, "\"", 1);
-		rt_buf_put(b, m[i].key.base, m[i].key.len);
+		rt_buf_put(b, m.key.base, m.key.len);
 		rt_buf_put(b, "\":", 2);
-		rt_buf_put(b, m[i].value.base, m[i].value.len);
+		rt_buf_put(b, m.value.base, m.value.len);
 	}
+	if (rc < 0)
+		return -1;
 	const char *k;
 	json_t *v;
 	json_object_foreach(ov, k, v)
@@ -335,29 +357,33 @@ int rt_sampling_override(h2o_mem_pool_t *pool, h2o_iovec_t body, enum rt_route r
 	if (route != RT_ROUTE_GENERATE) {
 		rc = override_object(body, override, reject_conflicts, &b, pool, param);
 	} else {
-		struct member m[MAX_MEMBERS];
-		int n = members(body, m, MAX_MEMBERS);
-		if (n < 0)
+		struct member_iter it;
+		struct member m;
+		if (member_iter_init(&it, body) != 0)
 			return -1;
 		rc = 0;
-		bool found = false;
+		bool found = false, first = true;
+		int more;
 		rt_buf_put(&b, "{", 1);
-		for (int i = 0; i < n && rc == 0; i++) {
-			if (i)
+		while (rc == 0 && (more = member_next(&it, &m)) == 1) {
+			if (!first)
 				rt_buf_put(&b, ",", 1);
+			first = false;
 			rt_buf_put(&b, "\"", 1);
-			rt_buf_put(&b, m[i].key.base, m[i].key.len);
+			rt_buf_put(&b, m.key.base, m.key.len);
 			rt_buf_put(&b, "\":", 2);
-			if (key_is(&m[i], "sampling_params")) {
+			if (key_is(&m, "sampling_params")) {
 				found = true;
-				rc = override_object(m[i].value, override, reject_conflicts, &b, pool,
+				rc = override_object(m.value, override, reject_conflicts, &b, pool,
 						     param);
 			} else {
-				rt_buf_put(&b, m[i].value.base, m[i].value.len);
+				rt_buf_put(&b, m.value.base, m.value.len);
 			}
 		}
+		if (rc == 0 && more < 0)
+			rc = -1;
 		if (rc == 0 && !found) {
-			if (n > 0)
+			if (!first)
 				rt_buf_put(&b, ",", 1);
 			rt_buf_puts(&b, "\"sampling_params\":");
 			rc = override_object(h2o_iovec_init(H2O_STRLIT("{}")), override, false, &b, pool,

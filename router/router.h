@@ -52,6 +52,16 @@ enum rt_route {
 /* Label value of a route ("/v1/chat/completions", ...). Never NULL. */
 const char *rt_route_name(enum rt_route r);
 
+/* The route of request path `path` (query string and one trailing '/'
+ * ignored); *method is the one method it takes ("GET", "POST"), or NULL
+ * when several or none apply (/workers, unknown routes). */
+enum rt_route rt_route_lookup(h2o_iovec_t path, const char **method);
+
+/* Installs the filter that turns h2o's own plain-text 413 (body over
+ * max_request_entity_size) into the router's JSON payload_too_large, on
+ * path `pc` and on the host's fallback path (oversize.c). */
+void rt_oversize_install(h2o_hostconf_t *hc, h2o_pathconf_t *pc);
+
 /* One worker process of the router. A single static instance per process
  * (server.c); fields are read by every module of the data plane. */
 struct router_worker {

@@ -44,14 +44,6 @@ static void on_signal(int sig)
 		sig_term = 1;
 }
 
-const char *rt_route_name(enum rt_route r)
-{
-	static const char *const names[RT_ROUTE_COUNT_] = {
-		"/v1/chat/completions", "/v1/completions", "/generate", "/health", "/readyz",
-		"/v1/models", "/metrics", "/flush_cache", "/workers", "other"};
-	return (unsigned)r < RT_ROUTE_COUNT_ ? names[r] : "other";
-}
-
 /* ---- request IDs and the access log ------------------------------------ */
 
 static char *put_dec(char *w, uint64_t v)
@@ -139,8 +131,6 @@ static bool method_is(h2o_req_t *req, const char *m)
 	return h2o_memis(req->method.base, req->method.len, m, strlen(m));
 }
 
-static bool path_is(h2o_iovec_t p, const char *s) { return h2o_memis(p.base, p.len, s, strlen(s)); }
-
 static int method_not_allowed(h2o_req_t *req, enum rt_route route, const char *allowed)
 {
 	h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allowed,
@@ -153,39 +143,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
 	(void)self;
 	h2o_iovec_t p = req->path_normalized;
-	/* Drop a query string for matching. */
+	const char *method = NULL;
+	enum rt_route route = rt_route_lookup(p, &method);
 	for (size_t i = 0; i < p.len; i++)
 		if (p.base[i] == '?')
 			p.len = i;
 	if (p.len > 1 && p.base[p.len - 1] == '/')
 		p.len--;
-
-	static const struct {
-		const char *path;
-		enum rt_route route;
-		const char *method;
-	} table[] = {
-		{"/v1/chat/completions", RT_ROUTE_CHAT, "POST"},
-		{"/v1/completions", RT_ROUTE_COMPLETIONS, "POST"},
-		{"/generate", RT_ROUTE_GENERATE, "POST"},
-		{"/health", RT_ROUTE_HEALTH, "GET"},
-		{"/healthz", RT_ROUTE_HEALTH, "GET"},
-		{"/readyz", RT_ROUTE_READYZ, "GET"},
-		{"/v1/models", RT_ROUTE_MODELS, "GET"},
-		{"/metrics", RT_ROUTE_METRICS, "GET"},
-		{"/flush_cache", RT_ROUTE_FLUSH_CACHE, "POST"},
-		{"/workers", RT_ROUTE_WORKERS, NULL},
-	};
-	enum rt_route route = RT_ROUTE_OTHER;
-	const char *method = NULL;
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (path_is(p, table[i].path)) {
-			route = table[i].route;
-			method = table[i].method;
-			break;
-		}
-	if (route == RT_ROUTE_OTHER && p.len > 9 && memcmp(p.base, "/workers/", 9) == 0)
-		route = RT_ROUTE_WORKERS;
 	rt_metrics_request(rt_w.metrics, rt_w.index, route);
 	rt_request_id(req);
 
@@ -236,6 +200,18 @@ static void stop_accepting(void)
 	rt_w.listener = NULL;
 }
 
+/* h2o's own body limit for a router limit of `max_body` bytes. h2o refuses
+ * a body over it before our handler runs, never reading the rest: over
+ * HTTP/1 with a plain-text 413 that oversize.c rewrites into our JSON one;
+ * over HTTP/2 (h2o 2.2) with RST_STREAM REFUSED_STREAM, where no response
+ * can be sent. Twice the router's limit keeps every HTTP/2 body up to there
+ * answered by routes/infer.c with the JSON 413, at the cost of buffering up
+ * to that much per request. */
+static size_t rt_h2o_entity_limit(uint64_t max_body)
+{
+	return (size_t)max_body * 2 + 4096;
+}
+
 /* ---- reload ------------------------------------------------------------ */
 
 static void reload(void)
@@ -256,6 +232,7 @@ static void reload(void)
 	struct rt_gen *old = rt_w.gen;
 	rt_w.gen = g;
 	rt_w.cfg = &g->cfg;
+	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
 		(unsigned long long)g->id, (unsigned long long)rt_w.active_requests);
@@ -292,15 +269,13 @@ static void setup_h2o(void)
 {
 	const struct sy_config_router *rc = &rt_w.cfg->router;
 	h2o_config_init(&rt_w.hconf);
-	/* h2o rejects bodies over this with its own 413 before our handler
-	 * runs; leave room so that bodies up to twice the limit get our JSON
-	 * 413 payload_too_large (routes/infer.c). */
-	rt_w.hconf.max_request_entity_size = (size_t)rc->max_body_bytes * 2 + 4096;
+	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
 	h2o_hostconf_t *hc =
 		h2o_config_register_host(&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
 	h2o_handler_t *h = h2o_create_handler(pc, sizeof(*h));
 	h->on_req = on_req;
+	rt_oversize_install(hc, pc);
 
 	rt_w.loop = h2o_evloop_create();
 	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);

@@ -1,0 +1,518 @@
+#!/usr/bin/python3
+"""router_hostile.py ROUTER FLEET MOCK SYCTL — the router against hostile
+clients and hostile upstreams (QA of issue 5). Nothing may crash or hang,
+every error is our JSON body with x-router-error-code, and no message
+contains a worker URL.
+
+  oversize   32 MiB + 1 (Content-Length, read by the router), 100 MiB
+             (Content-Length: refused by h2o at the headers) and a chunked
+             100 MiB stream (refused by h2o past twice the limit): each one a
+             JSON 413 payload_too_large, streamed, bounded time
+  bodies     malformed JSON (byte offset), wrong types, huge max_tokens,
+             unknown model (404), no matching bucket (400)
+  slowloris  partial headers / bodies held open do not block other clients
+  streams    many concurrent streams whose clients go away: every in-flight
+             guard released (syctl inflight)
+  upstreams  an engine that stalls (504), resets (502), answers garbage
+             (502), or cuts its body: JSON errors without worker URLs
+Everything started here is stopped on exit.
+"""
+import http.client
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROUTER, FLEET, MOCK, SYCTL = sys.argv[1:5]
+T = tempfile.mkdtemp(prefix="sy-hostile.")
+SHM = "/dev/shm/sy-test-hostile-%d" % os.getpid()
+procs = []
+fleets = []
+servers = []
+shms = []
+LIMIT = 32 * 1024 * 1024
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr, flush=True)
+    for f in sorted(os.listdir(T)):
+        if f.endswith(".log"):
+            with open(os.path.join(T, f), errors="replace") as fh:
+                tail = fh.read().splitlines()[-25:]
+            print("--- %s (tail)\n%s" % (f, "\n".join(tail)), file=sys.stderr)
+    sys.exit(1)
+
+
+def cleanup():
+    for s in servers:
+        s.stop()
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for d in fleets:
+        subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)
+    subprocess.run(["rm", "-rf", T] + [SHM + n for n in shms])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def fleet(name, *mock_args):
+    d = os.path.join(T, name)
+    fleets.append(d)
+    r = subprocess.run([FLEET, "start", "--dir", d, "--bin", MOCK, "--count", "1", "--"]
+                       + list(mock_args), capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail("mock-fleet: " + r.stderr)
+    with open(os.path.join(d, "fleet.json")) as f:
+        return json.load(f)[0]
+
+
+def router(name, *args):
+    port = free_port()
+    shms.append(name)
+    p = subprocess.Popen([ROUTER, "--port", str(port), "--shm", SHM + name] + list(args),
+                         stdout=open(os.path.join(T, name + ".log"), "a"),
+                         stderr=subprocess.STDOUT)
+    procs.append(p)
+    end = time.time() + 10
+    while time.time() < end:
+        try:
+            if request(port, "GET", "/health", timeout=1)[0] == 200:
+                return port, p
+        except OSError:
+            pass
+        if p.poll() is not None:
+            fail("router %s exited at start" % name)
+        time.sleep(0.05)
+    fail("router %s did not come up" % name)
+
+
+def request(port, method, path, body=None, headers=None, timeout=30):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    h = {"content-type": "application/json"}
+    h.update(headers or {})
+    if isinstance(body, dict):
+        body = json.dumps(body)
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+
+
+def expect_error(what, resp, status, code, urls=(), contains=None):
+    st, h, body = resp
+    if st != status:
+        fail("%s: status %d, want %d: %r" % (what, st, status, body[:300]))
+    if h.get("x-router-error-code") != code:
+        fail("%s: x-router-error-code %r, want %s" % (what, h.get("x-router-error-code"), code))
+    try:
+        e = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        fail("%s: body is not our JSON error: %r" % (what, body[:300]))
+    if e.get("code") != code or not isinstance(e.get("message"), str):
+        fail("%s: error body %r" % (what, e))
+    for u in urls:
+        hostport = u.split("//", 1)[-1]
+        if hostport in e["message"]:
+            fail("%s: message names a worker: %r" % (what, e["message"]))
+    if contains and contains not in e["message"]:
+        fail("%s: message %r lacks %r" % (what, e["message"], contains))
+    return e
+
+
+def raw_exchange(port, head, body_iter, timeout=20.0):
+    """Sends `head`, then the chunks of body_iter while reading; stops
+    sending as soon as the server answers or goes away. Returns
+    (response bytes, bytes of body sent)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setblocking(False)
+    pending = head
+    resp = b""
+    sent_body = 0
+    end = time.time() + timeout
+    chunk = None
+    body_done = False
+    while time.time() < end:
+        want_w = bool(pending) or not body_done
+        r, w, _ = select.select([s], [s] if want_w else [], [], 0.5)
+        if r:
+            try:
+                b = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not b:
+                break
+            resp += b
+            continue
+        if w:
+            if not pending:
+                chunk = next(body_iter, None)
+                if chunk is None:
+                    body_done = True
+                    continue
+                pending = chunk
+                sent_body += len(chunk)
+            try:
+                n = s.send(pending)
+                pending = pending[n:]
+            except (BrokenPipeError, ConnectionResetError):
+                body_done = True
+                pending = b""
+    else:
+        s.close()
+        fail("no answer within %.0f s" % timeout)
+    s.close()
+    return resp, sent_body
+
+
+def parse_raw(resp):
+    head, _, body = resp.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1]) if lines and len(lines[0].split()) > 1 else 0
+    h = {}
+    for l in lines[1:]:
+        k, _, v = l.partition(":")
+        h[k.strip().lower()] = v.strip()
+    if h.get("transfer-encoding") == "chunked":
+        out, rest = b"", body
+        while rest:
+            size_s, _, rest = rest.partition(b"\r\n")
+            n = int(size_s or b"0", 16)
+            if n == 0:
+                break
+            out, rest = out + rest[:n], rest[n + 2:]
+        body = out
+    return status, h, body
+
+
+def oversize(port):
+    chat_head = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                 b"content-type: application/json\r\n")
+    mib = b" " * (1 << 20)
+
+    def body_of(n):
+        pre = b'{"model":"m1","messages":[{"role":"user","content":"x"}],"pad":"'
+        yield pre
+        left = n - len(pre) - 2
+        while left > 0:
+            k = min(left, len(mib))
+            yield mib[:k]
+            left -= k
+        yield b'"}'
+    for n, label in ((LIMIT + 1, "32 MiB + 1"), (100 << 20, "100 MiB")):
+        t0 = time.time()
+        resp, sent = raw_exchange(port, chat_head + b"content-length: %d\r\n\r\n" % n, body_of(n))
+        e = expect_error("oversize %s (content-length)" % label, parse_raw(resp), 413,
+                         "payload_too_large", contains=str(LIMIT))
+        log("oversize %s content-length: 413 in %.2f s after %d MiB sent (%s)"
+            % (label, time.time() - t0, sent >> 20, e["message"]))
+
+    def chunked(n):
+        for part in body_of(n):
+            yield b"%x\r\n" % len(part) + part + b"\r\n"
+        yield b"0\r\n\r\n"
+    t0 = time.time()
+    resp, sent = raw_exchange(port, chat_head + b"transfer-encoding: chunked\r\n\r\n", chunked(100 << 20))
+    expect_error("oversize 100 MiB (chunked)", parse_raw(resp), 413, "payload_too_large")
+    if sent > 80 << 20:
+        fail("chunked oversize body read far past 2x the limit: %d MiB" % (sent >> 20))
+    log("oversize 100 MiB chunked: 413 in %.2f s after %d MiB sent" % (time.time() - t0, sent >> 20))
+    # Still serving, and the 413s are counted.
+    st, _, m = request(port, "GET", "/metrics")
+    if st != 200 or 'route="/v1/chat/completions",method="POST",status_code="413"} 3' not in m.decode():
+        fail("413s not counted: %s" % [l for l in m.decode().splitlines() if "413" in l])
+
+
+class FakeEngine:
+    """A hostile engine on a loopback port: `mode` is one of stall (reads the
+    request, never answers), reset (RST after the request), garbage (a
+    non-HTTP answer), hugeheader (a 256 KiB header line), cutbody
+    (Content-Length 1000, 10 bytes, close), sse_stall (SSE headers and one
+    event, then silence), sse_cut (one event then RST). /health and
+    /server_info are never reached without a statebus."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.conns = []
+        self.running = True
+        threading.Thread(target=self.serve, daemon=True).start()
+        servers.append(self)
+
+    def stop(self):
+        self.running = False
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        self.ls.close()
+
+    def serve(self):
+        while self.running:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self.handle, args=(c,), daemon=True).start()
+
+    def handle(self, c):
+        buf = b""
+        try:
+            while b"\r\n\r\n" not in buf:
+                b = c.recv(65536)
+                if not b:
+                    return
+                buf += b
+            m = self.mode
+            if m == "stall":
+                time.sleep(30)
+            elif m == "reset":
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                c.close()
+            elif m == "garbage":
+                c.sendall(b"\x00\xffthis is not HTTP at all\r\n\r\n" * 10)
+                c.close()
+            elif m == "hugeheader":
+                c.sendall(b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * (256 << 10) + b"\r\n\r\n")
+                c.close()
+            elif m == "cutbody":
+                c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                          b"content-length: 1000\r\n\r\n{\"id\":\"x\",")
+                time.sleep(0.2)
+                c.close()
+            elif m in ("sse_stall", "sse_cut"):
+                c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                          b"transfer-encoding: chunked\r\n\r\n")
+                ev = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+                c.sendall(b"%x\r\n" % len(ev) + ev + b"\r\n")
+                if m == "sse_stall":
+                    time.sleep(30)
+                else:
+                    time.sleep(0.2)
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                    c.close()
+        except OSError:
+            pass
+
+
+def inflight_total(shm):
+    r = subprocess.run([SYCTL, "--shm", shm, "inflight", "--json"], capture_output=True,
+                       text=True, timeout=10)
+    return sum(w["in_flight"] for w in json.loads(r.stdout)["workers"])
+
+
+def wait_inflight_zero(shm, what):
+    end = time.time() + 10
+    while time.time() < end:
+        if inflight_total(shm) == 0:
+            return
+        time.sleep(0.1)
+    fail("in-flight guards not released: " + what)
+
+
+def upstreams():
+    modes = ["stall", "reset", "garbage", "hugeheader", "cutbody", "sse_stall", "sse_cut"]
+    fakes = {m: FakeEngine(m) for m in modes}
+    cfg = os.path.join(T, "up.yaml")
+    with open(cfg, "w") as f:
+        f.write("model_id: m1\nworkers:\n")
+        for m, fe in fakes.items():
+            f.write("  - {url: %s, model: %s}\n" % (fe.url, m))
+        f.write("router: {request_timeout_secs: 1, stream_idle_timeout_secs: 1, processes: 1}\n")
+    port, rp = router("up", "--config", cfg)
+    shm = SHM + "up"
+    urls = [fe.url for fe in fakes.values()]
+
+    def chat(model, stream=False):
+        return request(port, "POST", "/v1/chat/completions",
+                       {"model": model, "stream": stream, "max_tokens": 4,
+                        "messages": [{"role": "user", "content": "x"}]}, timeout=15)
+    t0 = time.time()
+    expect_error("stalled engine", chat("stall"), 504, "upstream_timeout", urls)
+    if time.time() - t0 > 5:
+        fail("stalled engine: header timeout not kept (%.1f s)" % (time.time() - t0))
+    for m in ("reset", "garbage", "hugeheader"):
+        expect_error("engine " + m, chat(m), 502, "upstream_unreachable", urls)
+    # A body cut after the headers: the client sees a short body (never a hang).
+    try:
+        st, h, body = chat("cutbody")
+        if st == 200 and len(body) >= 1000:
+            fail("cut body delivered whole?")
+    except (http.client.IncompleteRead, ConnectionError):
+        pass
+    for m in ("sse_stall", "sse_cut"):
+        t0 = time.time()
+        try:
+            st, h, body = chat(m, stream=True)
+            if b"[DONE]" in body:
+                fail(m + ": stream completed?")
+        except (http.client.IncompleteRead, ConnectionError):
+            pass
+        if time.time() - t0 > 6:
+            fail(m + ": took %.1f s" % (time.time() - t0))
+    wait_inflight_zero(shm, "after hostile engines")
+    if rp.poll() is not None:
+        fail("router died on a hostile engine")
+    st, _, m = request(port, "GET", "/metrics")
+    for l in m.decode().splitlines():
+        if l.startswith("switchyard_stream_outcome_total") and "idle_timeout" in l and l.endswith(" 0"):
+            fail("stream idle timeout not counted: " + l)
+    log("upstreams: stall 504, reset/garbage/huge header 502, cut bodies and streams end, guards released")
+
+
+def bodies(port, urls):
+    def post(body, path="/v1/chat/completions"):
+        return request(port, "POST", path, body)
+    e = expect_error("malformed JSON", post('{"model":"m1","messages":[{"role":"user","content":"x"}],}'),
+                     400, "bad_request", urls)
+    if "at byte 58" not in e["message"]:
+        fail("malformed JSON: no byte offset: " + e["message"])
+    expect_error("truncated JSON", post('{"model":"m1","messages":[{"role":'), 400, "bad_request",
+                 urls, contains="byte")
+    expect_error("invalid UTF-8", post(b'{"model":"m1","messages":[{"role":"user","content":"\xff"}]}'),
+                 400, "bad_request", urls, contains="byte")
+    expect_error("not an object", post("[1,2]"), 400, "bad_request", urls)
+    expect_error("model a number", post({"model": 5, "messages": [{"role": "user", "content": "x"}]}),
+                 400, "bad_request", urls, contains="model")
+    expect_error("messages a string", post({"model": "m1", "messages": "hi"}), 400, "bad_request",
+                 urls, contains="messages")
+    expect_error("role a number", post({"model": "m1", "messages": [{"role": 1, "content": "x"}]}),
+                 400, "bad_request", urls, contains="messages[0].role")
+    expect_error("stream a string", post({"model": "m1", "stream": "yes",
+                                          "messages": [{"role": "user", "content": "x"}]}),
+                 400, "bad_request", urls, contains="stream")
+    for v in ("-1", "1.5", '"5"', "1e300"):
+        expect_error("max_tokens " + v,
+                     post('{"model":"m1","messages":[{"role":"user","content":"x"}],"max_tokens":%s}' % v),
+                     400, "bad_request", urls, contains="max_tokens")
+    expect_error("max_tokens overflowing the peak",
+                 post('{"model":"m1","messages":[{"role":"user","content":"x"}],'
+                      '"max_tokens":18446744073709551615}'), 400, "bad_request", urls,
+                 contains="overflow")
+    expect_error("deep nesting", post('{"model":"m1","messages":[{"role":"user","content":"x"}],"x":'
+                                      + "[" * 100000 + "]" * 100000 + "}"),
+                 400, "bad_request", urls, contains="deeper")
+    expect_error("unknown model", post({"model": "nope", "messages": [{"role": "user", "content": "x"}]}),
+                 404, "model_not_found", urls)
+    expect_error("empty body", post(""), 400, "bad_request", urls)
+    log("bodies: malformed (byte offsets), wrong types, peak overflow, depth, 404")
+
+
+def no_bucket(a_url):
+    cfg = os.path.join(T, "nb.yaml")
+    with open(cfg, "w") as f:
+        f.write("model_id: m1\nworkers: [{url: %s}]\nrouter: {processes: 1}\n"
+                "buckets:\n  - id: small\n    rank: 1\n    limits: {min: 0, max: 4096}\n    max_context_tokens: 256\n"
+                "    groups: {plain: {policy: {type: random}}}\n" % a_url)
+    port, _ = router("nb", "--config", cfg)
+    expect_error("no matching bucket",
+                 request(port, "POST", "/v1/chat/completions",
+                         {"model": "m1", "max_tokens": 1000,
+                          "messages": [{"role": "user", "content": "x"}]}),
+                 400, "no_matching_bucket", [a_url])
+    st, h, _ = request(port, "POST", "/v1/chat/completions",
+                       {"model": "m1", "max_tokens": 2, "messages": [{"role": "user", "content": "x"}]})
+    if st != 200 or h.get("x-switchyard-bucket") != "small":
+        fail("small request not served by bucket small: %d %s" % (st, h))
+    log("no matching bucket: 400")
+
+
+def slowloris(port):
+    """Connections that send half a request and hold it: others are served."""
+    held = []
+    for i in range(40):
+        s = socket.create_connection(("127.0.0.1", port))
+        if i % 2:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{\"mo")
+        else:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        held.append(s)
+    t0 = time.time()
+    for _ in range(10):
+        st, _, _ = request(port, "POST", "/v1/chat/completions",
+                           {"model": "m1", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]},
+                           timeout=5)
+        if st != 200:
+            fail("request while slowloris connections are held: %d" % st)
+    if time.time() - t0 > 5:
+        fail("slowloris slowed the router down: %.1f s for 10 requests" % (time.time() - t0))
+    for s in held:
+        s.close()
+    log("slowloris: 40 partial requests held, others served")
+
+
+def cancelled_streams(port, shm):
+    """Many concurrent streams whose clients vanish mid-way (and some before
+    the first byte): every guard released."""
+    socks = []
+    body = json.dumps({"model": "m1", "stream": True, "max_tokens": 200,
+                       "messages": [{"role": "user", "content": "stream please"}]}).encode()
+    for i in range(64):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                  b"content-length: %d\r\n\r\n" % len(body) + body)
+        socks.append(s)
+    end = time.time() + 10
+    while inflight_total(shm) < 32 and time.time() < end:
+        time.sleep(0.05)
+    n = inflight_total(shm)
+    if n < 32:
+        fail("streams not in flight: %d" % n)
+    for i, s in enumerate(socks):
+        if i % 2:
+            s.recv(100)
+        if i % 3 == 0:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+        s.close()
+    wait_inflight_zero(shm, "after 64 cancelled streams")
+    st, _, _ = request(port, "POST", "/v1/chat/completions",
+                       {"model": "m1", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
+    if st != 200:
+        fail("router unusable after cancelled streams: %d" % st)
+    log("streams: 64 concurrent streams cancelled (%d were in flight), guards released" % n)
+
+
+try:
+    a = fleet("a", "--model", "m1", "--decode-us-per-token", "20000")
+    port, rp = router("r1", "--worker-urls", a["url"], "--model-id", "m1", "--processes", "2")
+    oversize(port)
+    bodies(port, [a["url"]])
+    slowloris(port)
+    cancelled_streams(port, SHM + "r1")
+    no_bucket(a["url"])
+    upstreams()
+    if rp.poll() is not None:
+        fail("router died")
+    log("router_hostile: OK")
+finally:
+    cleanup()
