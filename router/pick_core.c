@@ -105,6 +105,10 @@ int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_
 		from_router_error(req, &re, err);
 		return rc;
 	}
+	if (c->pr.forward_ids) {
+		out->input_ids = c->pr.token_ids;
+		out->n_input_ids = c->pr.n_token_ids;
+	}
 	return 0;
 }
 

@@ -47,7 +47,8 @@ const char *rt_route_name(enum rt_route r)
 {
 	static const char *const names[RT_ROUTE_COUNT_] = {
 		"/v1/chat/completions", "/v1/completions", "/generate", "/health", "/readyz",
-		"/v1/models", "/metrics", "/flush_cache", "/workers", "other"};
+		"/v1/models", "/metrics", "/flush_cache", "/workers", "/v1/tokenize",
+		"/v1/detokenize", "other"};
 	return (unsigned)r < RT_ROUTE_COUNT_ ? names[r] : "other";
 }
 
@@ -155,6 +156,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		{"/metrics", RT_ROUTE_METRICS, "GET"},
 		{"/flush_cache", RT_ROUTE_FLUSH_CACHE, "POST"},
 		{"/workers", RT_ROUTE_WORKERS, NULL},
+		{"/v1/tokenize", RT_ROUTE_TOKENIZE, "POST"},
+		{"/v1/detokenize", RT_ROUTE_DETOKENIZE, "POST"},
 	};
 	enum rt_route route = RT_ROUTE_OTHER;
 	const char *method = NULL;
@@ -193,6 +196,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		return rt_route_flush_cache(req);
 	case RT_ROUTE_WORKERS:
 		return rt_route_workers(req, p);
+	case RT_ROUTE_TOKENIZE:
+	case RT_ROUTE_DETOKENIZE:
+		return rt_route_tokenize(req, route);
 	default:
 		return rt_send_error(req, route, 404, "not_found", "no such route", NULL);
 	}
