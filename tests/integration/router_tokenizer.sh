@@ -165,4 +165,23 @@ err 400 '{"messages":[]}' /v1/tokenize 'messages'
 err 400 '{"tokens":[4000000]}' /v1/detokenize 'vocabulary'
 err 400 '{"tokens":[-1]}' /v1/detokenize 'tokens[0]'
 err 400 '{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"bogus","x":[' /v1/tokenize 'malformed JSON'
+# An unknown chat template is a start-up error unless --chat-template-fallback.
+kill -TERM "$RPID"; wait "$RPID" 2>/dev/null || true; RPID=""
+mkdir "$T/tokx"
+ln -s "$TOK/tokenizer.json" "$T/tokx/tokenizer.json"
+$PY -c '
+import json, sys
+c = json.load(open(sys.argv[1])); c["chat_template"] += "{# changed #}"
+json.dump(c, open(sys.argv[2], "w"))' "$TOK/tokenizer_config.json" "$T/tokx/tokenizer_config.json"
+if timeout 20 "$ROUTER" --config "$T/sy.yaml" --tokenizer-path "$T/tokx" --port "$(rt_free_port)" \
+    >"$T/bad.log" 2>&1; then
+  rt_fail "the router started with an unknown chat template"
+fi
+grep -q 'unknown chat_template (fingerprint' "$T/bad.log" || rt_fail "no reason given: $(cat "$T/bad.log")"
+rt_router --config "$T/sy.yaml" --tokenizer-path "$T/tokx" --chat-template-fallback
+grep -q 'chat template chatml-fallback), input-ids forwarding off' "$T/router.log" \
+  || rt_fail "fallback not logged"
+curl -fsS -d '{"messages":[{"role":"user","content":"hi"}]}' "$RURL/v1/tokenize" \
+  | rt_json 'd["text"] == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"' >/dev/null
+echo "unknown chat template: start-up error; --chat-template-fallback: ChatML, no forwarding"
 echo "router_tokenizer: OK"
