@@ -108,6 +108,10 @@ struct sy_config_router {
 	int shutdown_drain_secs;   /* drain time on SIGTERM */
 	uint64_t max_body_bytes;   /* request bodies above → 413 */
 	struct sy_config_tokenizer tokenizer;
+	bool chat_template_fallback; /* hf: an unknown chat template renders as
+	                                plain ChatML instead of failing start-up */
+	bool disable_input_ids_forwarding; /* true: chat bodies go to the engine
+	                                      without the router's input_ids */
 	char *access_log;          /* file path; NULL: no access log */
 	char *admin_api_key;       /* bearer key of the admin API; NULL: admin API off */
 	/* Data plane (router issue; reference/policy-defaults.md §7, §9). */

@@ -278,6 +278,8 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_INT_F(R, shutdown_drain_secs, 0, 3600, 30, 0),
 	SY_CFG_U64_F(R, max_body_bytes, 1, 1ull << 32, 32ull << 20),
 	SY_CFG_MAP_F(R, tokenizer, tokenizer_section),
+	SY_CFG_BOOL_F(R, chat_template_fallback, false),
+	SY_CFG_BOOL_F(R, disable_input_ids_forwarding, false),
 	SY_CFG_STR_F(R, access_log, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_INT_F(R, stream_idle_timeout_secs, 1, 86400, 180, 0),

@@ -27,6 +27,8 @@
  *   router:   {host: 127.0.0.1, port: 30000, processes: 1,
  *              request_timeout_secs: 300, shutdown_drain_secs: 30,
  *              max_body_bytes: 33554432, tokenizer: {kind: bytes, path},
+ *              chat_template_fallback: false,
+ *              disable_input_ids_forwarding: false,
  *              access_log, admin_api_key, stream_idle_timeout_secs: 180,
  *              no_decision_headers: false, cb_threshold: 0 (off),
  *              cb_cool_down_secs: 30, retry_once: false,

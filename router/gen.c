@@ -422,8 +422,12 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	    (g->session_header = strdup(cfg->router.session_id_header)) == NULL ||
 	    (g->routing_header = strdup(cfg->router.routing_key_header)) == NULL)
 		return SY_ENOMEM;
-	rc = sy_tokenizer_open(sy_tokenizer_kind_name(cfg->router.tokenizer.kind),
-			       cfg->router.tokenizer.path, &g->tokenizer, why, sizeof(why));
+	rc = sy_tokenizer_open_ex(sy_tokenizer_kind_name(cfg->router.tokenizer.kind),
+				  cfg->router.tokenizer.path,
+				  cfg->router.chat_template_fallback
+					  ? SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK
+					  : 0,
+				  &g->tokenizer, why, sizeof(why));
 	if (rc != SY_OK) {
 		sy_cfg_error(err, rc, cfg->source, cfg->router.tokenizer.mark,
 			     "router.tokenizer.kind", "%s", why);
@@ -462,6 +466,8 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	g->resolver.tps_policy = (enum slo_policy)cfg->router.tps_slo_policy;
 
 	g->prepare.tokenizer = g->tokenizer;
+	g->prepare.forward_input_ids = router_prepare_can_forward(
+		g->tokenizer, cfg->router.disable_input_ids_forwarding);
 	g->prepare.default_model = g->default_model;
 	g->prepare.session_header = g->session_header;
 	g->prepare.routing_header = g->routing_header;

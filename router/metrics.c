@@ -260,6 +260,8 @@ static const char *method_of(enum rt_route r)
 	case RT_ROUTE_COMPLETIONS:
 	case RT_ROUTE_GENERATE:
 	case RT_ROUTE_FLUSH_CACHE:
+	case RT_ROUTE_TOKENIZE:
+	case RT_ROUTE_DETOKENIZE:
 		return "POST";
 	case RT_ROUTE_OTHER:
 	case RT_ROUTE_WORKERS:

@@ -53,6 +53,10 @@ struct rt_prepared {
 	uint64_t prepare_ns;       /* phases, for the overhead histograms (0 = n/a) */
 	uint64_t tokenize_ns;
 	uint64_t hash_ns;
+	const uint32_t *input_ids; /* non-NULL: forward these n_input_ids token ids
+				      to the engine as "input_ids" (prepare.h,
+				      input_ids.h); borrowed from the core */
+	size_t n_input_ids;
 };
 
 /* Workers a retry must avoid (slots). */

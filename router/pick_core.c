@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "router/buf.h"
 #include "router/gen.h"
 #include "router/prepare.h"
@@ -33,6 +34,9 @@ int rt_sel_build(struct rt_gen *g, char *err, size_t errcap)
 		g->sel = NULL;
 		return -1;
 	}
+	sy_info("tokenizer %s (chat template %s), input-ids forwarding %s",
+		sy_tokenizer_kind(g->sel->tokenizer), sy_tokenizer_chat_template(g->sel->tokenizer),
+		g->sel->prepare.forward_input_ids ? "on" : "off");
 	return 0;
 }
 
@@ -104,6 +108,10 @@ int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_
 	if (rc != 0) {
 		from_router_error(req, &re, err);
 		return rc;
+	}
+	if (c->pr.forward_ids) {
+		out->input_ids = c->pr.token_ids;
+		out->n_input_ids = c->pr.n_token_ids;
 	}
 	return 0;
 }

@@ -24,9 +24,18 @@ struct prep_str {
 	bool set;
 };
 
-/* One chat message (offsets into buf->text). */
+/* A raw JSON value of the body (still escaped): [off, off + len). */
+struct prep_raw {
+	size_t off, len; /* len 0 = absent */
+};
+
+/* One chat message (offsets into buf->text; tool_calls into the body). */
 struct prep_msg {
 	struct prep_str role, content, name, tool_call_id;
+	struct prep_str reasoning;  /* reasoning_content (set even when empty) */
+	struct prep_raw tool_calls; /* the raw tool_calls array */
+	bool content_string;        /* content was a JSON string */
+	bool no_forward;            /* message-level tools / function_call */
 };
 
 /* One prompt item: text (in buf->text) or token IDs (in buf->tokens). */
@@ -45,6 +54,11 @@ struct prep_result {
 	uint32_t n;
 	bool has_messages, has_prompt, has_text, has_input_ids;
 	struct prepare_splice splice;
+	/* chat only: template inputs and the input-ids forwarding gate */
+	struct prep_raw tools;       /* raw `tools` array */
+	struct prep_raw kwargs;      /* raw `chat_template_kwargs` object */
+	bool tool_choice_none;       /* "tool_choice": "none" (tools not rendered) */
+	bool no_forward;             /* a field the gate excludes (prepare.h) */
 };
 
 /* Runs the validating scan. Returns 0, SY_EINVAL (err: 400 with offset) or

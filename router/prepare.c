@@ -1,9 +1,12 @@
 /* prepare.c — router_prepare (prepare.h): scan (prepare_scan.c), then
  * tokenization, expected peak and header keys.
  *
- * Tokens: chat messages are rendered and tokenized by the generation's
- * tokenizer with the generation prompt; a prompt / text string is tokenized
- * alone; token-ID inputs are used as given. With tokenizer "off" the input
+ * Tokens: chat messages are rendered with the tokenizer's chat template
+ * (tools, tool calls, reasoning, chat_template_kwargs) and the generation
+ * prompt, then tokenized; a prompt / text string is tokenized as the engine
+ * does (encode_prompt: with the post-processor's special tokens); token-ID
+ * inputs are used as given. The input-ids forwarding gate (prepare.h) is
+ * decided here for chat requests. With tokenizer "off" the input
  * size is estimated from the body (ceil(bytes / 4)) unless every item is
  * token IDs. The peak is input + requested output in uint64_t; an overflow
  * is a 400 naming the output field.
@@ -71,6 +74,63 @@ static struct sy_chat_span chat_span(const struct prepare_buf *b, const struct p
 	return r;
 }
 
+bool router_prepare_can_forward(const struct sy_tokenizer *tok, bool disabled)
+{
+	if (disabled || tok == NULL || !sy_tokenizer_has_ids(tok))
+		return false;
+	return strcmp(sy_tokenizer_kind(tok), "hf") == 0 &&
+	       strcmp(sy_tokenizer_chat_template(tok), "chatml-fallback") != 0;
+}
+
+/* A raw body span as a chat span (absent when len 0). */
+static struct sy_chat_span raw_span(const char *body, const struct prep_raw *r)
+{
+	struct sy_chat_span x = {NULL, 0};
+	if (r->len > 0) {
+		x.ptr = body + r->off;
+		x.len = r->len;
+	}
+	return x;
+}
+
+/* A raw JSON array with at least one element ("[ ]" is empty). */
+static bool raw_nonempty(const char *body, const struct prep_raw *r)
+{
+	for (size_t i = 1; i + 1 < r->len; i++) {
+		char c = body[r->off + i];
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+			return true;
+	}
+	return false;
+}
+
+static bool span_is(const struct sy_chat_span *s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s->len == n && memcmp(s->ptr, lit, n) == 0;
+}
+
+/* SGLang's router's input-ids forwarding gate for a chat request (prepare.h). */
+static bool chat_forwardable(const char *body, const struct prep_result *res,
+			     const struct prepare_buf *b)
+{
+	const struct prep_msg *m = b->msgs;
+
+	if (res->no_forward || raw_nonempty(body, &res->tools) || b->n_msgs == 0)
+		return false;
+	for (size_t i = 0; i < b->n_msgs; i++) {
+		const struct sy_chat_message *c = &b->chat[i];
+		if (!m[i].content_string || m[i].no_forward || m[i].reasoning.set ||
+		    raw_nonempty(body, &m[i].tool_calls) || span_is(&c->role, "tool"))
+			return false;
+		if (i > 0 && span_is(&c->role, "system"))
+			return false;
+		if (i > 0 && span_is(&c->role, "user") && span_is(&b->chat[i - 1].role, "user"))
+			return false;
+	}
+	return !span_is(&b->chat[b->n_msgs - 1].role, "assistant");
+}
+
 static int internal(struct router_error *err, int rc, const char *what)
 {
 	router_error_set(err, 500, "internal_error", -1, "request preparation failed: %s", what);
@@ -84,8 +144,9 @@ static uint64_t estimate(size_t body_len)
 }
 
 /* Tokens of a chat request. */
-static int chat_tokens(const struct router_prepare_opts *opts, struct prepare_buf *b,
-		       size_t body_len, struct pick_request *out, struct router_error *err)
+static int chat_tokens(const struct router_prepare_opts *opts, const char *body,
+		       const struct prep_result *res, struct prepare_buf *b, size_t body_len,
+		       struct pick_request *out, struct router_error *err)
 {
 	const struct prep_msg *m = b->msgs;
 
@@ -107,14 +168,34 @@ static int chat_tokens(const struct router_prepare_opts *opts, struct prepare_bu
 			.content = chat_span(b, &m[i].content),
 			.name = chat_span(b, &m[i].name),
 			.tool_call_id = chat_span(b, &m[i].tool_call_id),
+			.tool_calls = raw_span(body, &m[i].tool_calls),
 		};
+		if (m[i].reasoning.set) /* present even when empty */
+			b->chat[i].reasoning_content = (struct sy_chat_span){
+				m[i].reasoning.len > 0 ? b->text.data + m[i].reasoning.off : "",
+				m[i].reasoning.len};
 	}
-	int rc = sy_tokenizer_encode_chat(opts->tokenizer, b->chat, b->n_msgs, true, &b->tokens);
+	struct sy_chat_opts co = {
+		.add_generation_prompt = true,
+		.tools = res->tool_choice_none ? (struct sy_chat_span){NULL, 0}
+					       : raw_span(body, &res->tools),
+		.template_kwargs = raw_span(body, &res->kwargs),
+	};
+	int rc = sy_tokenizer_encode_chat_ex(opts->tokenizer, b->chat, b->n_msgs, &co, &b->tokens);
+	if (rc == SY_EMALFORMED || rc == SY_EINVAL) {
+		router_error_set(err, 400, "bad_request", -1,
+				 "messages: the chat template cannot render this request (%s)",
+				 rc == SY_EMALFORMED ? "malformed tools, tool_calls or "
+						       "chat_template_kwargs JSON, or invalid UTF-8"
+						     : "a message the template does not accept");
+		return SY_EINVAL;
+	}
 	if (rc != SY_OK)
 		return internal(err, rc, "the tokenizer failed");
 	out->input_tokens = b->tokens.len;
 	out->token_ids = b->tokens.ids;
 	out->n_token_ids = b->tokens.len;
+	out->forward_ids = opts->forward_input_ids && chat_forwardable(body, res, b);
 	return SY_OK;
 }
 
@@ -137,8 +218,13 @@ static int item_tokens(const struct router_prepare_opts *opts, struct prepare_bu
 		}
 		size_t start = b->tokens.len;
 		if (it[i].len > 0) { /* an empty string has no tokens (and maybe no buffer) */
-			int rc = sy_tokenizer_encode_text(opts->tokenizer, b->text.data + it[i].off,
-							  it[i].len, &b->tokens);
+			int rc = sy_tokenizer_encode_prompt(opts->tokenizer, b->text.data + it[i].off,
+							    it[i].len, &b->tokens);
+			if (rc == SY_EMALFORMED) {
+				router_error_set(err, 400, "bad_request", -1,
+						 "prompt: not valid UTF-8 text");
+				return SY_EINVAL;
+			}
 			if (rc != SY_OK)
 				return internal(err, rc, "the tokenizer failed");
 		}
@@ -239,7 +325,7 @@ int router_prepare(const struct router_prepare_opts *opts, enum route_kind route
 			router_error_set(err, 400, "bad_request", end, "messages: required");
 			return SY_EINVAL;
 		}
-		rc = chat_tokens(opts, buf, len, out, err);
+		rc = chat_tokens(opts, body, &res, buf, len, out, err);
 		out->batch_size = 1;
 		break;
 	case ROUTE_COMPLETIONS:

@@ -16,12 +16,25 @@
  *                         null | array of content parts ({"type":"text",
  *                         "text": string} parts are concatenated without a
  *                         separator; other part types are skipped), name,
- *                         tool_call_id strings), max_tokens,
+ *                         tool_call_id strings, tool_calls array (raw),
+ *                         reasoning_content string), tools (raw array;
+ *                         not rendered when tool_choice is "none"),
+ *                         chat_template_kwargs (raw object), max_tokens,
  *                         max_completion_tokens (wins when both), stream, n,
  *                         cache_salt. Tokens = the chat rendered by the
- *                         configured tokenizer with the generation prompt.
- *   /v1/completions       model, prompt (required: string — tokenized alone,
- *                         no chat rendering; array of token IDs — used as
+ *                         configured tokenizer's chat template with the
+ *                         generation prompt (sy_tokenizer_encode_chat_ex):
+ *                         what the engine prefills. A template that cannot
+ *                         render the request (malformed tool arguments,
+ *                         ...) → 400 naming "messages".
+ *                         Also read for the input-ids forwarding gate
+ *                         (below): input_ids, functions, chat_template,
+ *                         reasoning, reasoning_effort, task,
+ *                         continue_final_message, messages[].tools /
+ *                         function_call.
+ *   /v1/completions       model, prompt (required: string — tokenized alone
+ *                         as the engine does, sy_tokenizer_encode_prompt: with
+ *                         the post-processor's BOS; array of token IDs — used as
  *                         given; array of strings or of token-ID arrays — a
  *                         batch), max_tokens, stream, n, cache_salt.
  *   /generate             model (optional), text (string or array of
@@ -29,6 +42,17 @@
  *                         arrays: a batch) — exactly one of them,
  *                         sampling_params.max_new_tokens, sampling_params.n,
  *                         stream, cache_salt.
+ * Input-ids forwarding (pick_request.forward_ids; SGLang's router does the
+ * same): on the chat route only, when opts->forward_input_ids (an "hf"
+ * tokenizer whose chat template was recognised, and forwarding not
+ * disabled) and the request has the plain shape SGLang's router forwards:
+ * every content a string, no tools / functions / tool_calls / tool
+ * messages / reasoning_content, no chat_template, chat_template_kwargs,
+ * reasoning, reasoning_effort or task, no continue_final_message and the
+ * last message not an assistant's, no system message after the first, no
+ * two user messages in a row, and no caller input_ids. Completions and
+ * /generate never forward (the engine tokenizes text as the router does).
+ *
  * Batches: input_tokens is the largest item's count (what must fit a
  * bucket), token_ids are the first item's (what a prefix lookup hashes),
  * batch_size the number of items (1 for a single prompt).
@@ -105,6 +129,7 @@ struct router_prepare_opts {
 	const char *routing_header;           /* lower-case, e.g. "x-sgl-routing-key" */
 	bool read_ttft_slo;                   /* router.ttft_slo_policy != disabled */
 	bool read_tps_slo;                    /* router.tps_slo_policy != disabled */
+	bool forward_input_ids;               /* router_prepare_can_forward() */
 };
 
 /* A byte range of the body: [off, off + len). */
@@ -151,6 +176,8 @@ struct pick_request {
 	struct prepare_splice splice;  /* PD bootstrap splice facts */
 	struct prefix_memo *memo;      /* issue 6: filled between prepare and
 					  select (DESIGN §4 step 3); NULL now */
+	bool forward_ids;              /* chat: send token_ids to the engine as
+					  "input_ids" (file comment) */
 };
 
 /* Per-request scratch owned by the caller: decoded strings, chat messages
@@ -179,6 +206,12 @@ void prepare_buf_free(struct prepare_buf *b);
 int router_prepare(const struct router_prepare_opts *opts, enum route_kind route,
 		   const char *body, size_t len, router_header_fn header, void *header_ctx,
 		   struct prepare_buf *buf, struct pick_request *out, struct router_error *err);
+
+/* Whether a generation with tokenizer `tok` forwards input ids: false when
+ * `disabled` (--disable-input-ids-forwarding), for kinds other than "hf",
+ * and for an "hf" chat template rendered by the ChatML fallback (the
+ * engine's own template is unknown). */
+bool router_prepare_can_forward(const struct sy_tokenizer *tok, bool disabled);
 
 /* "/v1/chat/completions", "/v1/completions", "/generate". */
 const char *route_kind_path(enum route_kind route);

@@ -41,6 +41,15 @@ enum top_key {
 	K_BOOT_HOST,
 	K_BOOT_PORT,
 	K_BOOT_ROOM,
+	K_TOOLS,          /* chat: template inputs */
+	K_TOOL_CHOICE,
+	K_KWARGS,
+	K_FUNCTIONS,      /* chat: excluded from input-ids forwarding */
+	K_CHAT_TEMPLATE,
+	K_REASONING,
+	K_REASONING_EFFORT,
+	K_TASK,
+	K_CONTINUE_FINAL,
 	K_COUNT_,
 };
 
@@ -57,7 +66,7 @@ static const struct {
 	[K_MESSAGES] = {"messages", R_CHAT},
 	[K_PROMPT] = {"prompt", R_COMPL},
 	[K_TEXT] = {"text", R_GEN},
-	[K_INPUT_IDS] = {"input_ids", R_GEN},
+	[K_INPUT_IDS] = {"input_ids", R_GEN | R_CHAT}, /* chat: caller-owned, kept */
 	[K_MAX_TOKENS] = {"max_tokens", R_CHAT | R_COMPL},
 	[K_MAX_COMPLETION_TOKENS] = {"max_completion_tokens", R_CHAT},
 	[K_STREAM] = {"stream", R_ALL},
@@ -67,7 +76,18 @@ static const struct {
 	[K_BOOT_HOST] = {"bootstrap_host", R_ALL},
 	[K_BOOT_PORT] = {"bootstrap_port", R_ALL},
 	[K_BOOT_ROOM] = {"bootstrap_room", R_ALL},
+	[K_TOOLS] = {"tools", R_CHAT},
+	[K_TOOL_CHOICE] = {"tool_choice", R_CHAT},
+	[K_KWARGS] = {"chat_template_kwargs", R_CHAT},
+	[K_FUNCTIONS] = {"functions", R_CHAT},
+	[K_CHAT_TEMPLATE] = {"chat_template", R_CHAT},
+	[K_REASONING] = {"reasoning", R_CHAT},
+	[K_REASONING_EFFORT] = {"reasoning_effort", R_CHAT},
+	[K_TASK] = {"task", R_CHAT},
+	[K_CONTINUE_FINAL] = {"continue_final_message", R_CHAT},
 };
+
+_Static_assert(K_COUNT_ <= 32, "struct scan.seen has one bit per top key");
 
 /* Keys of nested objects. */
 enum sub_key {
@@ -76,6 +96,10 @@ enum sub_key {
 	S_CONTENT,
 	S_NAME,
 	S_TOOL_CALL_ID,
+	S_TOOL_CALLS,
+	S_REASONING,
+	S_MSG_TOOLS,
+	S_FUNCTION_CALL,
 	S_TYPE,           /* content part */
 	S_PART_TEXT,
 	S_MAX_NEW_TOKENS, /* sampling_params */
@@ -86,6 +110,8 @@ enum sub_key {
 static const char *const sub_names[S_COUNT_] = {
 	[S_ROLE] = "role",          [S_CONTENT] = "content",
 	[S_NAME] = "name",          [S_TOOL_CALL_ID] = "tool_call_id",
+	[S_TOOL_CALLS] = "tool_calls", [S_REASONING] = "reasoning_content",
+	[S_MSG_TOOLS] = "tools",    [S_FUNCTION_CALL] = "function_call",
 	[S_TYPE] = "type",          [S_PART_TEXT] = "text",
 	[S_MAX_NEW_TOKENS] = "max_new_tokens", [S_SAMPLING_N] = "n",
 };
@@ -140,6 +166,9 @@ struct scan {
 	bool part_has_type, part_is_text, part_has_text;
 	size_t part_text_off, part_text_len;
 	size_t content_start; /* buf->text offset where this message's parts begin */
+	/* a skipped container whose raw span is kept (tools, kwargs, tool_calls) */
+	struct prep_raw *capture;
+	size_t capture_start;
 };
 
 /* ---- buffers ------------------------------------------------------------------ */
@@ -341,6 +370,15 @@ static int skip_container(struct scan *s)
 	return 1;
 }
 
+/* Starts skipping container value `k`, keeping its raw body span in *dst
+ * (written when the container ends). */
+static int capture_container(struct scan *s, struct prep_raw *dst)
+{
+	s->capture = dst;
+	s->capture_start = yajl_get_bytes_consumed(s->h) - 1; /* at '[' or '{' */
+	return skip_container(s);
+}
+
 /* A scalar or container that is skipped: scalars complete at once. */
 static int skip_value(struct scan *s, enum vkind k)
 {
@@ -494,6 +532,35 @@ static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 			return fail(s, "expected a non-empty array of messages, not %s", kind_name(k));
 		r->has_messages = true;
 		return push(s, FR_MESSAGES);
+	case K_TOOLS:
+		if (k == V_NULL)
+			return skip_value(s, k);
+		if (k != V_ARRAY)
+			return fail(s, "expected an array of tools, not %s", kind_name(k));
+		return capture_container(s, &r->tools);
+	case K_KWARGS:
+		if (k == V_NULL)
+			return skip_value(s, k);
+		if (k != V_MAP)
+			return fail(s, "expected an object, not %s", kind_name(k));
+		r->no_forward = true; /* SGLang's router forwards no kwargs request */
+		return capture_container(s, &r->kwargs);
+	case K_TOOL_CHOICE:
+		if (k == V_STRING && l == 4 && memcmp(v, "none", 4) == 0)
+			r->tool_choice_none = true;
+		return skip_value(s, k);
+	case K_CONTINUE_FINAL:
+		if (k == V_BOOL && l != 0)
+			r->no_forward = true;
+		return skip_value(s, k);
+	case K_FUNCTIONS:
+	case K_CHAT_TEMPLATE:
+	case K_REASONING:
+	case K_REASONING_EFFORT:
+	case K_TASK:
+		if (k != V_NULL)
+			r->no_forward = true;
+		return skip_value(s, k);
 	case K_PROMPT:
 	case K_TEXT:
 		if (k == V_STRING) {
@@ -505,6 +572,12 @@ static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		}
 		/* fall through */
 	case K_INPUT_IDS:
+		if (s->route == ROUTE_CHAT_COMPLETIONS) {
+			/* The caller's own ids: passed through, never replaced. */
+			if (k != V_NULL)
+				r->no_forward = true;
+			return skip_value(s, k);
+		}
 		if (k != V_ARRAY) {
 			if (s->top_key == K_TEXT)
 				return fail(s, "expected a string or an array of strings, not %s",
@@ -561,7 +634,27 @@ static int message_value(struct scan *s, enum vkind k, const char *v, size_t l)
 			return fail(s, "expected a string, an array of content parts or null, not %s",
 				    kind_name(k));
 		dst = &m->content;
+		m->content_string = true;
 		break;
+	case S_TOOL_CALLS:
+		if (k == V_NULL)
+			return skip_value(s, k);
+		if (k != V_ARRAY)
+			return fail(s, "expected an array of tool calls or null, not %s",
+				    kind_name(k));
+		return capture_container(s, &m->tool_calls);
+	case S_REASONING:
+		if (k == V_NULL)
+			return skip_value(s, k);
+		if (k != V_STRING)
+			return fail(s, "expected a string or null, not %s", kind_name(k));
+		dst = &m->reasoning;
+		break;
+	case S_MSG_TOOLS:
+	case S_FUNCTION_CALL:
+		if (k != V_NULL)
+			m->no_forward = true;
+		return skip_value(s, k);
 	case S_NAME:
 	case S_TOOL_CALL_ID:
 		if (k == V_NULL)
@@ -696,8 +789,15 @@ static int on_end(struct scan *s, bool is_map)
 	if (s->failed)
 		return 0;
 	if (s->skip > 0) {
-		if (--s->skip == 0)
+		if (--s->skip == 0) {
+			if (s->capture != NULL) {
+				size_t end = yajl_get_bytes_consumed(s->h);
+				s->capture->off = s->capture_start;
+				s->capture->len = end - s->capture_start;
+				s->capture = NULL;
+			}
 			value_done(s);
+		}
 		return 1;
 	}
 	(void)is_map; /* yajl guarantees bracket matching */
@@ -818,7 +918,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 	}
 	int lo = S_NONE, hi = S_NONE;
 	if (f->kind == FR_MESSAGE)
-		lo = S_ROLE, hi = S_TOOL_CALL_ID;
+		lo = S_ROLE, hi = S_FUNCTION_CALL;
 	else if (f->kind == FR_PART)
 		lo = S_TYPE, hi = S_PART_TEXT;
 	else if (f->kind == FR_SAMPLING)

@@ -10,7 +10,8 @@ const char *rt_route_name(enum rt_route r)
 {
 	static const char *const names[RT_ROUTE_COUNT_] = {
 		"/v1/chat/completions", "/v1/completions", "/generate", "/health", "/readyz",
-		"/v1/models", "/metrics", "/flush_cache", "/workers", "other"};
+		"/v1/models", "/metrics", "/flush_cache", "/workers", "/v1/tokenize",
+		"/v1/detokenize", "other"};
 	return (unsigned)r < RT_ROUTE_COUNT_ ? names[r] : "other";
 }
 
@@ -38,6 +39,8 @@ enum rt_route rt_route_lookup(h2o_iovec_t p, const char **method)
 		{"/metrics", RT_ROUTE_METRICS, "GET"},
 		{"/flush_cache", RT_ROUTE_FLUSH_CACHE, "POST"},
 		{"/workers", RT_ROUTE_WORKERS, NULL},
+		{"/v1/tokenize", RT_ROUTE_TOKENIZE, "POST"},
+		{"/v1/detokenize", RT_ROUTE_DETOKENIZE, "POST"},
 	};
 	*method = NULL;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)

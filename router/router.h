@@ -45,6 +45,8 @@ enum rt_route {
 	RT_ROUTE_METRICS,       /* GET /metrics */
 	RT_ROUTE_FLUSH_CACHE,   /* POST /flush_cache */
 	RT_ROUTE_WORKERS,       /* GET/POST/DELETE /workers (admin) */
+	RT_ROUTE_TOKENIZE,      /* POST /v1/tokenize */
+	RT_ROUTE_DETOKENIZE,    /* POST /v1/detokenize */
 	RT_ROUTE_OTHER,         /* anything else (404) */
 	RT_ROUTE_COUNT_
 };

@@ -177,6 +177,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		return rt_route_flush_cache(req);
 	case RT_ROUTE_WORKERS:
 		return rt_route_workers(req, p);
+	case RT_ROUTE_TOKENIZE:
+	case RT_ROUTE_DETOKENIZE:
+		return rt_route_tokenize(req, route);
 	default:
 		return rt_send_error(req, route, 404, "not_found", "no such route", NULL);
 	}

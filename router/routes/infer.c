@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "router/forward.h"
+#include "router/input_ids.h"
 #include "router/metrics.h"
 #include "router/pd.h"
 #include "router/pick.h"
@@ -52,6 +53,11 @@ int rt_route_infer(h2o_req_t *req, enum rt_route route)
 		if (rc == 0)
 			body = nb;
 	}
+
+	if (prep->input_ids != NULL &&
+	    rt_input_ids_body(&req->pool, body, prep->input_ids, prep->n_input_ids, &body) != 0)
+		return rt_send_error(req, route, 500, "internal_error",
+				     "cannot add input_ids to the request", NULL);
 
 	struct rt_pick pick;
 	uint64_t t2 = sy_mono_ns();

@@ -25,4 +25,8 @@ int rt_route_flush_cache(h2o_req_t *req);
 /* GET/POST/DELETE /workers[/ID]: admin API, bearer --admin-api-key. */
 int rt_route_workers(h2o_req_t *req, h2o_iovec_t path);
 
+/* POST /v1/tokenize, /v1/detokenize with the generation's tokenizer
+ * (tokenize.c). */
+int rt_route_tokenize(h2o_req_t *req, enum rt_route route);
+
 #endif

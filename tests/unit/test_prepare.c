@@ -374,6 +374,94 @@ START_TEST(test_buffer_is_reused_across_requests)
 }
 END_TEST
 
+/* The input-ids forwarding gate (prepare.h): SGLang's router's plain shapes. */
+START_TEST(test_forward_gate_plain_chat_shapes_only)
+{
+	static const char *const yes[] = {
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+		"{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\","
+		"\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"},{\"role\":\"user\","
+		"\"content\":\"c\"}],\"tools\":[],\"tool_choice\":\"auto\",\"input_ids\":null}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"tool_calls\":[ ],"
+		"\"reasoning_content\":null}],\"chat_template_kwargs\":null}",
+	};
+	static const char *const no[] = {
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":"
+		"\"function\",\"function\":{\"name\":\"f\"}}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"chat_template_kwargs\":"
+		"{\"enable_thinking\":false}}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"input_ids\":[1,2]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"reasoning_effort\":\"low\"}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"chat_template\":\"x\"}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"continue_final_message\":true}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"functions\":[]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":null}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\","
+		"\"content\":\"\",\"tool_calls\":[{\"id\":\"c\"}]},{\"role\":\"user\",\"content\":\"b\"}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"tool\","
+		"\"content\":\"r\"},{\"role\":\"user\",\"content\":\"b\"}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\",\"reasoning_content\":\"\"}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\",\"tools\":[]}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"system\","
+		"\"content\":\"s\"}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\","
+		"\"content\":\"b\"}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\","
+		"\"content\":\"b\"}]}",
+	};
+	opts.forward_input_ids = true;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		ck_assert_msg(chat(yes[i]) == SY_OK, "%s: %s", yes[i], err.message);
+		ck_assert_msg(req.forward_ids, "should forward: %s", yes[i]);
+		ck_assert_ptr_nonnull(req.token_ids);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		ck_assert_msg(chat(no[i]) == SY_OK, "%s: %s", no[i], err.message);
+		ck_assert_msg(!req.forward_ids, "should not forward: %s", no[i]);
+		ck_assert_uint_gt(req.n_token_ids, 0); /* still tokenized for routing */
+	}
+	/* Off for the generation: never; never for completions / generate. */
+	opts.forward_input_ids = false;
+	ck_assert_int_eq(chat(yes[0]), SY_OK);
+	ck_assert(!req.forward_ids);
+	opts.forward_input_ids = true;
+	ck_assert_int_eq(prep(ROUTE_COMPLETIONS, "{\"prompt\":\"hi\"}"), SY_OK);
+	ck_assert(!req.forward_ids);
+	ck_assert_int_eq(prep(ROUTE_GENERATE, "{\"text\":\"hi\"}"), SY_OK);
+	ck_assert(!req.forward_ids);
+	/* Only "hf" with a recognised template forwards. */
+	ck_assert(!router_prepare_can_forward(tok_bytes, false));
+	ck_assert(!router_prepare_can_forward(tok_off, false));
+	ck_assert(!router_prepare_can_forward(NULL, false));
+}
+END_TEST
+
+/* Chat template inputs are validated where they are read. */
+START_TEST(test_chat_template_inputs_are_validated)
+{
+	ck_bad(chat("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":{}}"),
+	       "tools: expected an array of tools, not an object", 54);
+	ck_bad(chat("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+		    "\"chat_template_kwargs\":[]}"),
+	       "chat_template_kwargs: expected an object, not an array", 69);
+	ck_bad(chat("{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":{}}]}"),
+	       "messages[0].tool_calls: expected an array of tool calls or null, not an object",
+	       47);
+	ck_bad(chat("{\"messages\":[{\"role\":\"assistant\",\"reasoning_content\":1}]}"),
+	       "messages[0].reasoning_content: expected a string or null, not a number", 54);
+	ck_bad(chat("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"tools\":[],\"tools\":[]}"),
+	       "tools: duplicate key", 62);
+	/* Nested values inside captured spans are skipped, not validated. */
+	ck_assert_int_eq(chat("{\"messages\":[{\"role\":\"assistant\",\"content\":\"a\","
+			      "\"tool_calls\":[{\"function\":{\"arguments\":\"{}\"}}]}],"
+			      "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+			      "\"parameters\":{\"type\":\"object\"}}}],"
+			      "\"chat_template_kwargs\":{\"enable_thinking\":false}}"),
+			 SY_OK);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("prepare");
@@ -394,6 +482,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_headers_session_routing_and_slo);
 	tcase_add_test(tc, test_splice_facts_remove_client_bootstrap_fields);
 	tcase_add_test(tc, test_buffer_is_reused_across_requests);
+	tcase_add_test(tc, test_forward_gate_plain_chat_shapes_only);
+	tcase_add_test(tc, test_chat_template_inputs_are_validated);
 	suite_add_tcase(s, tc);
 	return s;
 }

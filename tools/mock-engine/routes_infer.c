@@ -39,6 +39,13 @@ static const char *read_prompt(struct mock_engine *e, struct mreq *r, json_t *ro
 		json_t *m = json_object_get(root, "messages");
 		if (!json_is_array(m) || json_array_size(m) == 0)
 			return "'messages' must be a non-empty array";
+		/* As SGLang: ids sent with the chat (a router's input-ids
+		 * forwarding) are prefilled verbatim, the template is skipped. */
+		json_t *ids = json_object_get(root, "input_ids");
+		if (json_is_array(ids)) {
+			rc = tokens_from_ids(ids, &r->tokens, &r->n_tokens);
+			return rc == 0 ? NULL : "'input_ids' must be non-negative integers";
+		}
 		rc = mock_tok_chat(&e->tok, m, &r->tokens, &r->n_tokens);
 		return rc == 0 ? NULL : "each message needs a string 'role' and text 'content'";
 	}
