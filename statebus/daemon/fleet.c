@@ -12,6 +12,13 @@
  * Block size is agreed per model (DESIGN §9): the first worker of a model
  * with a known block size sets it; a worker that disagrees is reported
  * (kv_rejected = block_size_mismatch, log, counter) and not subscribed.
+ * "First" is registration order (adopted slots, then the configured fleet
+ * in order, then control add_worker), never the order /server_info answers
+ * arrive in: discovery runs concurrently (http.c), so a later-registered
+ * worker may answer first. When an earlier-registered one then disagrees,
+ * it takes the model over: the workers that set or followed the old block
+ * size are rejected (unsubscribed, their blocks cleared) and those rejected
+ * for disagreeing with it are re-evaluated (subscribed when they agree).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +95,7 @@ static void local_init(struct sbd *d, uint32_t slot, uint32_t gen, const struct 
 	w->health_inflight = false;
 	w->health_next_ns = now + ms(d->cfg.statebus.health_interval_ms);
 	w->health_ok_streak = 0;
+	w->order = d->next_order++;
 }
 
 void sbd_fleet_adopt(struct sbd *d)
@@ -197,8 +205,55 @@ int sbd_fleet_remove(struct sbd *d, uint32_t slot)
 	return rc;
 }
 
+/* Whether worker y's KV facts are judged by its model's block size: its
+ * facts are settled (discovered), it has a block size and was rejected for
+ * nothing but (possibly) a mismatch. */
+static bool oracle_judged(const struct sbd_worker *y)
+{
+	return y->used && y->disc == SBD_DISC_DONE && y->rec.has_cache_signal &&
+	       y->rec.kv_block_size != 0 &&
+	       (y->rec.kv_rejected == STATEBUS_KV_OK ||
+		y->rec.kv_rejected == STATEBUS_KV_BLOCK_SIZE_MISMATCH);
+}
+
+/* Model `m` now has block size `bs`, set by worker w: re-judges every other
+ * settled worker of the model. One that no longer agrees is rejected (its
+ * sockets reopened without KV, its blocks cleared, its streams start over);
+ * one rejected earlier that now agrees is accepted and subscribed. */
+static void oracle_rejudge(struct sbd *d, const struct sbd_worker *w, uint32_t bs)
+{
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		struct sbd_worker *y = &d->w[s];
+		if (y == w || !oracle_judged(y) || strcmp(y->rec.model, w->rec.model) != 0)
+			continue;
+		bool was_ok = y->rec.kv_rejected == STATEBUS_KV_OK;
+		bool ok = y->rec.kv_block_size == bs;
+		if (was_ok == ok)
+			continue;
+		if (ok) {
+			y->rec.kv_rejected = STATEBUS_KV_OK;
+			sy_info("worker %s: block size %u agrees with model %s as set by %s "
+				"(registered earlier); its KV events are indexed", y->rec.id,
+				bs, y->rec.model, w->rec.id);
+		} else {
+			y->rec.kv_rejected = STATEBUS_KV_BLOCK_SIZE_MISMATCH;
+			statebus_counter_add(d->r, STATEBUS_CTR_WORKER_BLOCK_SIZE_MISMATCH, 1);
+			sy_error("worker %s: block size %u disagrees with %u of model %s as set by "
+				 "%s (registered earlier); its KV events are no longer indexed",
+				 y->rec.id, y->rec.kv_block_size, bs, y->rec.model, w->rec.id);
+			sbd_apply_clear_worker(d, y->slot);
+		}
+		sbd_fleet_publish(d, y);
+		sbd_sub_open(d, y);
+		for (uint32_t k = 0; k < y->n_ranks; k++) {
+			sbd_seq_resubscribe(&y->ranks[k].st); /* a new stream from here */
+			y->ranks[k].dirty = true;
+		}
+	}
+}
+
 /* Applies the block-size oracle to w->rec (has_cache_signal and block size
- * already set). */
+ * already set); may re-judge the model's other workers (see the top). */
 static void oracle(struct sbd *d, struct sbd_worker *w)
 {
 	if (!w->rec.has_cache_signal || w->rec.kv_block_size == 0 ||
@@ -207,7 +262,18 @@ static void oracle(struct sbd *d, struct sbd_worker *w)
 	for (uint32_t m = 0; m < d->n_models; m++) {
 		if (strcmp(d->models[m].model, w->rec.model) != 0)
 			continue;
-		if (d->models[m].block_size != w->rec.kv_block_size) {
+		if (d->models[m].block_size == w->rec.kv_block_size) {
+			if (w->order < d->models[m].order)
+				d->models[m].order = w->order;
+		} else if (w->order < d->models[m].order) {
+			/* registered before the worker that set it: w was first */
+			sy_warn("worker %s: block size %u of model %s replaces %u (it is registered "
+				"before the worker that set it)", w->rec.id, w->rec.kv_block_size,
+				w->rec.model, d->models[m].block_size);
+			d->models[m].block_size = w->rec.kv_block_size;
+			d->models[m].order = w->order;
+			oracle_rejudge(d, w, w->rec.kv_block_size);
+		} else {
 			w->rec.kv_rejected = STATEBUS_KV_BLOCK_SIZE_MISMATCH;
 			statebus_counter_add(d->r, STATEBUS_CTR_WORKER_BLOCK_SIZE_MISMATCH, 1);
 			sy_error("worker %s: block size %u disagrees with %u of model %s; "
@@ -221,6 +287,7 @@ static void oracle(struct sbd *d, struct sbd_worker *w)
 		return;
 	d->models = grown;
 	set_str(d->models[d->n_models].model, sizeof(d->models[0].model), w->rec.model);
+	d->models[d->n_models].order = w->order;
 	d->models[d->n_models++].block_size = w->rec.kv_block_size;
 }
 

@@ -81,6 +81,8 @@ struct sbd_worker {
 	bool cfg_role_set;              /* role came from the configuration */
 	bool model_from_engine;         /* no model configured: take /server_info's
 	                                   served_model_name / model_path */
+	uint64_t order;                 /* registration order (adopted, configured,
+	                                   added): precedence in the block-size oracle */
 	int disc;                       /* enum sbd_disc_state */
 	uint64_t disc_next_ns;
 	bool health_inflight;
@@ -104,8 +106,11 @@ struct sbd {
 	uint32_t n_slots;
 	uint32_t max_ranks;
 	struct sbd_kv_decoder dec;
-	struct { char model[STATEBUS_MODEL_MAX]; uint32_t block_size; } *models;
+	/* Block size agreed per model, and the registration order of the
+	 * worker that set it (the earliest-registered discovered one wins). */
+	struct { char model[STATEBUS_MODEL_MAX]; uint32_t block_size; uint64_t order; } *models;
 	uint32_t n_models;
+	uint64_t next_order;            /* sbd_worker.order of the next new slot */
 	struct sbd_http *http;
 	int wake_fd;                    /* read end of the HTTP thread's pipe */
 	uint64_t next_heartbeat_ns, next_sweep_ns;

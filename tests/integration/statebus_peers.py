@@ -23,6 +23,11 @@ facts          A negative block_size in /server_info is bad_facts (not
                /server_info; a configured model wins.
 adopt          A worker's health failure count does not carry over to the
                next statebus (reset on adoption).
+order          Block size per model goes to the first worker in registration
+               order, not to the first /server_info answer (discovery is
+               concurrent): A (block 4, listed first) answers only after B
+               (block 8) was subscribed and indexed; A then takes the model
+               over, B is rejected (unsubscribed, its blocks cleared).
 Run with /usr/bin/python3 (Debian's python3-zmq and python3-msgpack).
 """
 import json
@@ -40,7 +45,7 @@ import msgpack
 import zmq
 
 STATEBUS, SYCTL = sys.argv[1:3]
-CASES = sys.argv[3:] or ["crash", "crash_replay", "hol", "facts", "adopt"]
+CASES = sys.argv[3:] or ["crash", "crash_replay", "hol", "facts", "adopt", "order"]
 SHM = "/dev/shm/sy-test-peers-%d" % os.getpid()
 LOG = "/tmp/sy-test-peers-%d.log" % os.getpid()
 END_SEQ = b"\xff" * 8
@@ -382,10 +387,43 @@ def adopt():
     stop(p)
 
 
+def order():
+    a_port, b_port = free_port(), free_port()
+    a_may_answer = threading.Event()
+    a = http(lambda path: b"" if path == "/health" else
+             (a_may_answer.wait(20), info(a_port, block_size=4))[1])
+    b = http(lambda path: b"" if path == "/health" else info(b_port, block_size=8))
+    apub, bpub = xpub(a_port), xpub(b_port)
+    p = start([a, b], "--discovery-timeout-ms", "30000")
+    wait_sub(bpub)
+    send(bpub, 0, [901])
+    wait_for("B indexed before A answered", lambda: depth([901], b) == 1)
+    a_may_answer.set()
+    wait_sub(apub)
+    wb = wait_for("B rejected", lambda: (worker(b) or {}).get("kv_events", {}).get("rejected")
+                  and worker(b))
+    if wb["kv_events"]["rejected"] != "block_size_mismatch":
+        fail("order: B rejected = %r, want block_size_mismatch" % wb["kv_events"]["rejected"])
+    wa = worker(a)
+    if wa["kv_events"]["rejected"] is not None or wa["kv_events"]["block_size"] != 4:
+        fail("order: A (listed first) did not set the model's block size: %s" % wa["kv_events"])
+    wait_for("B's blocks cleared", lambda: depth([901], b) == 0)
+    wait_for("B unsubscribed", lambda: (stream(b) or {}).get("subscribed") is False)
+    ctr = sy("streams")["counters"]
+    if ctr["switchyard_worker_block_size_mismatch_total"] != 1:
+        fail("order: block_size_mismatch_total %d, want 1"
+             % ctr["switchyard_worker_block_size_mismatch_total"])
+    send(apub, 0, [902])
+    wait_for("A indexed", lambda: depth([902], a) == 1)
+    apub.close()
+    bpub.close()
+    stop(p)
+
+
 try:
     for name in CASES:
         {"crash": crash, "crash_replay": crash_replay, "hol": hol, "facts": facts,
-         "adopt": adopt}[name]()
+         "adopt": adopt, "order": order}[name]()
         procs.clear()
         subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
     # Under ASan/UBSan (suite 'sanitize'): any report, leaks at exit included.
