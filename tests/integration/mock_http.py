@@ -184,7 +184,18 @@ def robust_tests():
             check(s == 400 and "error" in json.loads(b), f"{why}: {s} {b[:200]}")
         check(req(url, chat, chat_body("x", n=1))[0] == 200, "n = 1 is fine")
         check(req(url, "/generate", {"text": "x", "sampling_params": {"n": 2}})[0] == 400, "/generate n > 1")
-        check(req(url, "/v1/completions", {"prompt": [[1, 2], [3]]})[0] == 400, "batched token prompts")
+        # batches (SGLang: one choice per prompt) are refused by name, not
+        # half-answered or misreported as bad token ids; a batch of one is
+        # that prompt
+        for batch in ([[1, 2], [3]], ["a", "b"]):
+            s, b = req(url, "/v1/completions", {"prompt": batch})
+            check(s == 400 and "batched prompts" in json.loads(b)["error"]["message"],
+                  f"batch {batch}: {s} {b[:200]}")
+        for one in ([[1, 2]], ["a"]):
+            s, b = req(url, "/v1/completions", {"prompt": one, "max_tokens": 2})
+            ch = json.loads(b)["choices"] if s == 200 else []
+            check(s == 200 and len(ch) == 1 and ch[0]["index"] == 0, f"batch of one {one}: {s} {b[:200]}")
+        check(req(url, "/v1/completions", {"prompt": [[1, -2]]})[0] == 400, "negative id in a batch of one")
         check(req(url, "/v1/completions", {"prompt": [-1]})[0] == 400, "negative token id")
         check(req(url, "/v1/completions", {"prompt": "", "max_tokens": 0})[0] == 200, "empty prompt, no output")
         for raw in (b'{"messages":[{"role":"user","content":"\xff\xfe"}]}',

@@ -335,3 +335,141 @@ export function chatCases() {
     },
   };
 }
+
+// ---- extra chats for Meta's Llama 3.1 template (model llama3_1-official) ----
+// It reads chat_template_kwargs date_string, tools_in_user_message,
+// custom_tools and builtin_tools, takes one tool call per assistant turn,
+// and raises on several (those cases are golden errors: the C renderer must
+// refuse them too).
+const nestedTool = {
+  type: "function",
+  function: {
+    name: "book",
+    description: "Book a table — «réservation» 🍽️",
+    parameters: {
+      type: "object",
+      properties: {
+        when: { type: "object", properties: { day: { type: "string" }, slots: { type: "array", items: { type: "integer" } } } },
+        guests: { type: "integer", minimum: 1, maximum: 12 },
+        notes: { type: "string", description: "free text: \"quotes\", back\\slash, tab\t, newline\n, ctrl\u0001" },
+        tags: { type: "array", items: {} },
+        empty_obj: {},
+        flags: [true, false, null, -3, 0.25],
+      },
+      required: [],
+    },
+  },
+};
+
+export function llama31ChatCases() {
+  return {
+    l31_tools_in_system: {
+      messages: [
+        { role: "system", content: "  You are a booking agent.\n" },
+        { role: "user", content: "Book for 2" },
+      ],
+      tools: [nestedTool, weatherTool],
+      chat_template_kwargs: { tools_in_user_message: false },
+    },
+    l31_tools_in_user_default: {
+      messages: [{ role: "user", content: "  Book for 4 tomorrow \n" }, { role: "assistant", content: "Sure." }, { role: "user", content: "thanks" }],
+      tools: [nestedTool],
+    },
+    l31_tools_first_message_not_user: {
+      messages: [{ role: "assistant", content: "I speak first" }, { role: "user", content: "ok" }],
+      tools: [unicodeTool],
+    },
+    l31_tools_no_first_message: {
+      messages: [{ role: "system", content: "only a system message" }],
+      tools: [weatherTool],
+    },
+    l31_date_string: {
+      messages: [{ role: "user", content: "What day is it?" }],
+      chat_template_kwargs: { date_string: "01 Jan 2026" },
+    },
+    l31_tools_in_user_zero: {
+      messages: [{ role: "system", content: "s" }, { role: "user", content: "u" }],
+      tools: [searchTool],
+      chat_template_kwargs: { tools_in_user_message: 0 },
+    },
+    l31_custom_tools: {
+      messages: [{ role: "user", content: "custom" }],
+      chat_template_kwargs: { custom_tools: [{ name: "x", args: { a: [1, [], {}], b: "é" } }] },
+    },
+    l31_custom_tools_empty: {
+      messages: [{ role: "user", content: "empty custom" }],
+      chat_template_kwargs: { custom_tools: [] },
+    },
+    l31_tool_call_and_result: {
+      messages: [
+        { role: "system", content: "Use tools." },
+        { role: "user", content: "Weather in Paris?" },
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: "{\"city\": \"Paris\", \"opts\": {\"x\": [1, 2.5, true, null], \"u\": \"東京\"}}" } }] },
+        { role: "tool", tool_call_id: "c1", content: "{\"temp\": 21, \"note\": \"sunny \\\"hot\\\"\"}" },
+        { role: "assistant", content: "It is 21°C." },
+        { role: "user", content: "And tomorrow?" },
+      ],
+      tools: [weatherTool],
+      chat_template_kwargs: { tools_in_user_message: false },
+    },
+    l31_tool_call_unparseable_args: {
+      messages: [
+        { role: "user", content: "x" },
+        { role: "assistant", content: "", tool_calls: [{ id: "c", type: "function", function: { name: "search", arguments: "not json {\"" } }] },
+        { role: "ipython", content: "raw\nresult\t\u0002" },
+        { role: "tool", content: "" },
+      ],
+      add_generation_prompt: false,
+    },
+    l31_tool_call_string_args: {
+      messages: [
+        { role: "user", content: "y" },
+        { role: "assistant", content: "", tool_calls: [{ id: "c", type: "function", function: { name: "search", arguments: "\"just a string\"" } }] },
+      ],
+    },
+    l31_tool_call_with_tools_in_user: {
+      messages: [
+        { role: "user", content: "Find docs" },
+        { role: "assistant", content: "Let me search.", tool_calls: [{ id: "c", type: "function", function: { name: "search", arguments: "{\"q\": \"docs\", \"k\": 3}" } }] },
+        { role: "tool", tool_call_id: "c", content: "result A" },
+      ],
+      tools: [searchTool, weatherTool],
+    },
+    l31_two_tool_calls_error: {
+      messages: [
+        { role: "user", content: "two" },
+        { role: "assistant", content: null, tool_calls: [
+          { id: "a", type: "function", function: { name: "search", arguments: "{}" } },
+          { id: "b", type: "function", function: { name: "search", arguments: "{}" } },
+        ] },
+      ],
+    },
+    l31_builtin_tools: {
+      messages: [
+        { role: "system", content: "sys" },
+        { role: "user", content: "Search the web for llamas" },
+        { role: "assistant", content: null, tool_calls: [{ id: "b", type: "function", function: { name: "brave_search", arguments: "{\"query\": \"llamas\", \"lang\": \"en\"}" } }] },
+        { role: "ipython", content: "[\"result\"]" },
+        { role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: "get_weather", arguments: "{\"city\": \"Lima\"}" } }] },
+      ],
+      tools: [weatherTool],
+      chat_template_kwargs: { builtin_tools: ["brave_search", "code_interpreter", "wolfram_alpha"] },
+    },
+    l31_no_system_multi_turn: {
+      messages: [
+        { role: "user", content: "Hi 👋" },
+        { role: "assistant", content: "Hello!" },
+        { role: "user", content: "中文 and <|eot_id|> literal" },
+        { role: "assistant", content: "ok" },
+      ],
+      add_generation_prompt: false,
+    },
+    l31_second_system: {
+      messages: [
+        { role: "user", content: "u" },
+        { role: "system", content: " mid system " },
+        { role: "user", content: "u2" },
+      ],
+    },
+  };
+}

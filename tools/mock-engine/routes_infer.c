@@ -51,9 +51,20 @@ static const char *read_prompt(struct mock_engine *e, struct mreq *r, json_t *ro
 	}
 	case MREQ_COMPLETION: {
 		json_t *p = json_object_get(root, "prompt");
+		/* A batch — a list of strings or a list of token-id lists —
+		 * is one choice per prompt in SGLang. The mock answers one
+		 * prompt per request: a batch of one is that prompt, a larger
+		 * batch is refused by name rather than half-answered. */
 		if (json_is_array(p) && json_array_size(p) > 0 &&
-		    json_is_string(json_array_get(p, 0)))
+		    (json_is_string(json_array_get(p, 0)) || json_is_array(json_array_get(p, 0)))) {
+			if (json_array_size(p) > 1)
+				return "batched prompts (a list of several prompts or token-id "
+				       "lists) are not supported by the mock engine: send one "
+				       "prompt per request";
 			p = json_array_get(p, 0);
+			if (!json_is_string(p) && !json_is_array(p))
+				return "'prompt' must be a string, a list of strings or a list of token ids";
+		}
 		if (json_is_string(p))
 			rc = mock_tok_text(&e->tok, json_string_value(p), json_string_length(p),
 					   &r->tokens, &r->n_tokens);
