@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 // tests/tokenizer/goldens.mjs CACHE_DIR MODEL_DIR OUT.json [DOCS.json] — golden outputs
 // from the reference implementations: token ids from Hugging Face's Rust
 // tokenizer (npm `tokenizers`, encode with add_special_tokens false, and
@@ -82,8 +83,11 @@ const chats =
 // rendered there and must agree with @huggingface/jinja; where the latter
 // lacks a feature (Llama 3.1's `reject` filter) Python's text is the golden.
 // Returns {text} | {error} | null (python3 or jinja2 missing).
+// Debian's interpreter (python3-jinja2 from tools/lib/setup.sh) when present:
+// the python3 on PATH may be another installation without jinja2.
+const PYTHON = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 function renderPython(inputs) {
-  const r = spawnSync("python3", [path.join(path.dirname(new URL(import.meta.url).pathname), "jinja2_render.py")], {
+  const r = spawnSync(PYTHON, [path.join(path.dirname(new URL(import.meta.url).pathname), "jinja2_render.py")], {
     input: JSON.stringify({ template: cfg.chat_template, inputs }),
     encoding: "utf8",
   });
