@@ -31,9 +31,13 @@
 
 static uint64_t ms(int v) { return (uint64_t)v * 1000000u; }
 
+/* Copies src (NULL = "") into dst[cap], truncating; always terminated. */
 static void set_str(char *dst, size_t cap, const char *src)
 {
-	snprintf(dst, cap, "%s", src ? src : "");
+	size_t n = src ? strnlen(src, cap - 1) : 0;
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
 }
 
 static void kv_free(struct sy_config_kv_events *kv)
