@@ -133,6 +133,48 @@ static int build_affinity(struct engine_group *g, enum policy_kind kind, uint32_
 	return SY_OK;
 }
 
+/* The first pressure-guard key set in `p`, or NULL. */
+static const char *pressure_key_set(const struct sy_config_policy *p)
+{
+	return p->disable_pressure_guard		? "disable_pressure_guard"
+	       : p->pressure_abs_threshold_tokens >= 0 ? "pressure_abs_threshold_tokens"
+	       : p->pressure_abs_threshold_ms >= 0     ? "pressure_abs_threshold_ms"
+	       : p->pressure_rel_threshold >= 0	? "pressure_rel_threshold"
+							: NULL;
+}
+
+/* Pressure-guard keys on a group that does not run cache_aware are refused:
+ * the guard is part of cache_aware's winner selection (reference §2 step 5);
+ * session_aware, sticky and the load policies never read it. */
+static int check_group_pressure(enum policy_kind kind, const struct sy_config_policy *own,
+				const struct sy_config *cfg, const char *path,
+				struct sy_config_mark mark, struct sy_config_error *err)
+{
+	const char *k;
+	if (own == NULL || kind == POLICY_CACHE_AWARE || (k = pressure_key_set(own)) == NULL)
+		return SY_OK;
+	char keybuf[192];
+	snprintf(keybuf, sizeof(keybuf), "%.150s.policy.%s", path, k);
+	sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
+		     "the pressure guard applies to cache_aware only (this group runs %s)",
+		     policy_kind_name(kind));
+	return SY_ECONFIG;
+}
+
+/* Top-level pressure-guard keys need a cache_aware group to read them. */
+static int check_pressure_used(const struct router_gen *g, const struct sy_config *cfg,
+			       struct sy_config_error *err)
+{
+	const char *k = pressure_key_set(&cfg->policy);
+	if (k == NULL || g->has_cache_policy)
+		return SY_OK;
+	char keybuf[64];
+	snprintf(keybuf, sizeof(keybuf), "policy.%s", k);
+	sy_cfg_error(err, SY_ECONFIG, cfg->source, cfg->policy.mark, keybuf,
+		     "the pressure guard applies to cache_aware only (no group runs cache_aware)");
+	return SY_ECONFIG;
+}
+
 /* Top-level affinity keys must be used by some group. */
 static int check_affinity_used(const struct router_gen *g, const struct sy_config *cfg,
 			       struct sy_config_error *err)
@@ -328,6 +370,8 @@ static int build_group(struct router_gen *gen, struct engine_group *g, enum engi
 	}
 	if ((rc = build_affinity(g, kind, n, own, cfg, path, mark, err)) != SY_OK)
 		return rc;
+	if ((rc = check_group_pressure(kind, own, cfg, path, mark, err)) != SY_OK)
+		return rc;
 
 	g->all_workers = cg == NULL || !cg->worker_ids_given;
 	if (!g->all_workers && cg->n_worker_ids > 0) {
@@ -456,6 +500,8 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 		}
 	}
 	if ((rc = check_affinity_used(g, cfg, err)) != SY_OK)
+		return rc;
+	if ((rc = check_pressure_used(g, cfg, err)) != SY_OK)
 		return rc;
 	if ((g->order = calloc(g->n_buckets ? g->n_buckets : 1, sizeof(*g->order))) == NULL)
 		return SY_ENOMEM;
