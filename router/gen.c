@@ -60,6 +60,60 @@ static void gen_free(struct router_gen *g)
 	free(g);
 }
 
+void router_gen_cache_totals(const struct router_gen *g, struct router_cache_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!g->has_cache_policy)
+		return;
+	for (size_t i = 0; i < g->n_buckets; i++) {
+		const struct bucket *b = &g->buckets[i];
+		const struct engine_group *gs[3] = {&b->plain, &b->prefill, &b->decode};
+		for (int k = 0; k < 3; k++) {
+			const struct cache_aware_stats *st;
+			if (gs[k]->policy.ops == NULL ||
+			    (st = cache_aware_get_stats(&gs[k]->policy)) == NULL)
+				continue;
+			for (int d = 0; d < CACHE_AWARE_DECISIONS_; d++)
+				out->decisions[d] += st->decisions[d];
+			out->admission_evaluated += st->admission_evaluated;
+			out->admission_rejected += st->admission_rejected;
+			out->guard_compared += st->guard_compared;
+			out->guard_override += st->guard_override;
+		}
+	}
+	for (size_t i = 0; i < g->n_sources; i++) {
+		const struct cache_source *s = &g->sources[i];
+		int k = s->kind == CACHE_SOURCE_LOCAL ? 0 : 1;
+		out->found[k] += s->stats.found;
+		out->no_chain[k] += s->stats.no_chain;
+		out->rejected[k] += s->stats.rejected;
+		for (int w = 0; w <= PREFIX_WHY_TOO_LARGE; w++)
+			out->unavailable[k][w] += s->stats.unavailable[w];
+	}
+	if (g->digests != NULL) {
+		struct digest_memo_stats ds;
+		digest_memo_get_stats(g->digests, &ds);
+		out->digest_hits = ds.hits;
+		out->digest_misses = ds.misses;
+	}
+}
+
+bool router_gen_cache_delta(struct router_gen *g, struct router_cache_totals *delta)
+{
+	struct router_cache_totals now;
+	router_gen_cache_totals(g, &now);
+	uint64_t *d = (uint64_t *)(void *)delta;
+	const uint64_t *n = (const uint64_t *)(const void *)&now;
+	const uint64_t *e = (const uint64_t *)(const void *)&g->exported;
+	bool moved = false;
+	for (size_t i = 0; i < sizeof(now) / sizeof(uint64_t); i++) {
+		d[i] = n[i] - e[i];
+		moved |= d[i] != 0;
+	}
+	g->exported = now;
+	return moved;
+}
+
 struct router_gen *router_gen_ref(struct router_gen *g)
 {
 	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
