@@ -23,8 +23,8 @@ Reported per run: engine-side hit ratio (Σ cached / Σ prompt tokens from
 `recent`, polled during the run), throughput (requests/s of the run) and
 errors. Writes bench/results/quality.md and bench/results/quality.png.
 
-Env (defaults): ENGINES 4, PROMPTS 12, PROMPT_CHARS 2000, SESSIONS 72,
-TURNS 4, CONC 8, CACHE_TOKENS 8192, PREFILL_US 40, DECODE_US 4000,
+Env (defaults): ENGINES 8, PROMPTS 32, PROMPT_CHARS 2000, SESSIONS 128,
+TURNS 6, CONC 32, CACHE_TOKENS 10240, PREFILL_US 40, DECODE_US 4000,
 MAX_TOKENS 16, POLICIES "round_robin power_of_two session_aware cache_aware
 haproxy".
 """
@@ -56,13 +56,13 @@ def env(name, dflt):
     return type(dflt)(os.environ.get(name, dflt))
 
 
-ENGINES = env("ENGINES", 4)
-PROMPTS = env("PROMPTS", 12)
+ENGINES = env("ENGINES", 8)
+PROMPTS = env("PROMPTS", 32)
 PROMPT_CHARS = env("PROMPT_CHARS", 2000)
-SESSIONS = env("SESSIONS", 72)
-TURNS = env("TURNS", 4)
-CONC = env("CONC", 8)
-CACHE_TOKENS = env("CACHE_TOKENS", 8192)
+SESSIONS = env("SESSIONS", 128)
+TURNS = env("TURNS", 6)
+CONC = env("CONC", 32)
+CACHE_TOKENS = env("CACHE_TOKENS", 10240)
 PREFILL_US = env("PREFILL_US", 40)
 DECODE_US = env("DECODE_US", 4000)
 MAX_TOKENS = env("MAX_TOKENS", 16)
