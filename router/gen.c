@@ -60,6 +60,60 @@ static void gen_free(struct router_gen *g)
 	free(g);
 }
 
+void router_gen_cache_totals(const struct router_gen *g, struct router_cache_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!g->has_cache_policy)
+		return;
+	for (size_t i = 0; i < g->n_buckets; i++) {
+		const struct bucket *b = &g->buckets[i];
+		const struct engine_group *gs[3] = {&b->plain, &b->prefill, &b->decode};
+		for (int k = 0; k < 3; k++) {
+			const struct cache_aware_stats *st;
+			if (gs[k]->policy.ops == NULL ||
+			    (st = cache_aware_get_stats(&gs[k]->policy)) == NULL)
+				continue;
+			for (int d = 0; d < CACHE_AWARE_DECISIONS_; d++)
+				out->decisions[d] += st->decisions[d];
+			out->admission_evaluated += st->admission_evaluated;
+			out->admission_rejected += st->admission_rejected;
+			out->guard_compared += st->guard_compared;
+			out->guard_override += st->guard_override;
+		}
+	}
+	for (size_t i = 0; i < g->n_sources; i++) {
+		const struct cache_source *s = &g->sources[i];
+		int k = s->kind == CACHE_SOURCE_LOCAL ? 0 : 1;
+		out->found[k] += s->stats.found;
+		out->no_chain[k] += s->stats.no_chain;
+		out->rejected[k] += s->stats.rejected;
+		for (int w = 0; w <= PREFIX_WHY_TOO_LARGE; w++)
+			out->unavailable[k][w] += s->stats.unavailable[w];
+	}
+	if (g->digests != NULL) {
+		struct digest_memo_stats ds;
+		digest_memo_get_stats(g->digests, &ds);
+		out->digest_hits = ds.hits;
+		out->digest_misses = ds.misses;
+	}
+}
+
+bool router_gen_cache_delta(struct router_gen *g, struct router_cache_totals *delta)
+{
+	struct router_cache_totals now;
+	router_gen_cache_totals(g, &now);
+	uint64_t *d = (uint64_t *)(void *)delta;
+	const uint64_t *n = (const uint64_t *)(const void *)&now;
+	const uint64_t *e = (const uint64_t *)(const void *)&g->exported;
+	bool moved = false;
+	for (size_t i = 0; i < sizeof(now) / sizeof(uint64_t); i++) {
+		d[i] = n[i] - e[i];
+		moved |= d[i] != 0;
+	}
+	g->exported = now;
+	return moved;
+}
+
 struct router_gen *router_gen_ref(struct router_gen *g)
 {
 	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
@@ -131,6 +185,48 @@ static int build_affinity(struct engine_group *g, enum policy_kind kind, uint32_
 		return SY_ECONFIG;
 	}
 	return SY_OK;
+}
+
+/* The first pressure-guard key set in `p`, or NULL. */
+static const char *pressure_key_set(const struct sy_config_policy *p)
+{
+	return p->disable_pressure_guard		? "disable_pressure_guard"
+	       : p->pressure_abs_threshold_tokens >= 0 ? "pressure_abs_threshold_tokens"
+	       : p->pressure_abs_threshold_ms >= 0     ? "pressure_abs_threshold_ms"
+	       : p->pressure_rel_threshold >= 0	? "pressure_rel_threshold"
+							: NULL;
+}
+
+/* Pressure-guard keys on a group that does not run cache_aware are refused:
+ * the guard is part of cache_aware's winner selection (reference §2 step 5);
+ * session_aware, sticky and the load policies never read it. */
+static int check_group_pressure(enum policy_kind kind, const struct sy_config_policy *own,
+				const struct sy_config *cfg, const char *path,
+				struct sy_config_mark mark, struct sy_config_error *err)
+{
+	const char *k;
+	if (own == NULL || kind == POLICY_CACHE_AWARE || (k = pressure_key_set(own)) == NULL)
+		return SY_OK;
+	char keybuf[192];
+	snprintf(keybuf, sizeof(keybuf), "%.150s.policy.%s", path, k);
+	sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
+		     "the pressure guard applies to cache_aware only (this group runs %s)",
+		     policy_kind_name(kind));
+	return SY_ECONFIG;
+}
+
+/* Top-level pressure-guard keys need a cache_aware group to read them. */
+static int check_pressure_used(const struct router_gen *g, const struct sy_config *cfg,
+			       struct sy_config_error *err)
+{
+	const char *k = pressure_key_set(&cfg->policy);
+	if (k == NULL || g->has_cache_policy)
+		return SY_OK;
+	char keybuf[64];
+	snprintf(keybuf, sizeof(keybuf), "policy.%s", k);
+	sy_cfg_error(err, SY_ECONFIG, cfg->source, cfg->policy.mark, keybuf,
+		     "the pressure guard applies to cache_aware only (no group runs cache_aware)");
+	return SY_ECONFIG;
 }
 
 /* Top-level affinity keys must be used by some group. */
@@ -328,6 +424,8 @@ static int build_group(struct router_gen *gen, struct engine_group *g, enum engi
 	}
 	if ((rc = build_affinity(g, kind, n, own, cfg, path, mark, err)) != SY_OK)
 		return rc;
+	if ((rc = check_group_pressure(kind, own, cfg, path, mark, err)) != SY_OK)
+		return rc;
 
 	g->all_workers = cg == NULL || !cg->worker_ids_given;
 	if (!g->all_workers && cg->n_worker_ids > 0) {
@@ -456,6 +554,8 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 		}
 	}
 	if ((rc = check_affinity_used(g, cfg, err)) != SY_OK)
+		return rc;
+	if ((rc = check_pressure_used(g, cfg, err)) != SY_OK)
 		return rc;
 	if ((g->order = calloc(g->n_buckets ? g->n_buckets : 1, sizeof(*g->order))) == NULL)
 		return SY_ENOMEM;

@@ -38,9 +38,27 @@
 #include "common/config-t.h"
 #include "router/buckets.h"
 #include "router/fleet.h"
+#include "router/policies/cache_aware.h"
 #include "router/policies/cache_source.h"
 #include "router/policies/digest_memo.h"
 #include "router/prepare.h"
+
+/* Cache counters of one generation in one process (every cache_aware
+ * instance, every prefix source, the digest memo), as plain uint64_t
+ * fields so that deltas can be taken field by field. Source index 0 is the
+ * local source, 1 every indexer source. Exported on /metrics by
+ * router/metrics.c (rt_metrics_cache). */
+#define ROUTER_CACHE_SOURCE_KINDS 2
+struct router_cache_totals {
+	uint64_t decisions[CACHE_AWARE_DECISIONS_];
+	uint64_t admission_evaluated, admission_rejected;
+	uint64_t guard_compared, guard_override;
+	uint64_t digest_hits, digest_misses;
+	uint64_t found[ROUTER_CACHE_SOURCE_KINDS];
+	uint64_t no_chain[ROUTER_CACHE_SOURCE_KINDS];
+	uint64_t rejected[ROUTER_CACHE_SOURCE_KINDS];
+	uint64_t unavailable[ROUTER_CACHE_SOURCE_KINDS][PREFIX_WHY_TOO_LARGE + 1];
+};
 
 struct router_gen {
 	uint64_t refs;                 /* atomic; the builder holds the first */
@@ -67,6 +85,7 @@ struct router_gen {
 	size_t n_sources;
 	struct digest_memo *digests;   /* owned; NULL without cache_aware */
 	struct prefix_memo memo;
+	struct router_cache_totals exported; /* totals already handed to metrics */
 };
 
 /* Builds a generation from a finished configuration (sy_config_finish done).
@@ -78,6 +97,14 @@ struct router_gen {
  * SY_EUNSUPPORTED (tokenizer kind not built), SY_ENOMEM. */
 int router_gen_build(const struct sy_config *cfg, uint64_t number, struct router_gen **out,
 		     struct sy_config_error *err);
+
+/* The generation's cache counters now (process-local). */
+void router_gen_cache_totals(const struct router_gen *g, struct router_cache_totals *out);
+
+/* What the cache counters gained since the previous call (or the build):
+ * fills *delta and remembers the totals. Returns false when nothing moved
+ * (or g has no cache_aware group). */
+bool router_gen_cache_delta(struct router_gen *g, struct router_cache_totals *delta);
 
 /* Takes a reference (request start). Returns g. */
 struct router_gen *router_gen_ref(struct router_gen *g);

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "router/buf.h"
+#include "router/gen.h"
 #include "statebus-counters.h"
 
 /* Status codes with their own label value; anything else counts as "other"
@@ -42,6 +43,7 @@ struct rt_metrics_row {
 	uint64_t sampling_rejections[RT_METRICS_LABELS]; /* by interned param */
 	uint64_t stream[RT_STREAM_COUNT_];
 	uint64_t retries;
+	struct router_cache_totals cache;
 	struct rt_hist duration;
 	struct rt_hist ttft;
 	struct rt_hist phase[RT_PHASE_COUNT_];
@@ -233,6 +235,18 @@ void rt_metrics_retry(struct rt_metrics *m, unsigned row)
 		add(&r->retries, 1);
 }
 
+void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r || delta == NULL)
+		return;
+	uint64_t *c = (uint64_t *)(void *)&r->cache;
+	const uint64_t *d = (const uint64_t *)(const void *)delta;
+	for (size_t i = 0; i < sizeof(r->cache) / sizeof(uint64_t); i++)
+		if (d[i] != 0)
+			add(&c[i], d[i]);
+}
+
 enum rt_outcome rt_outcome_of_status(int status)
 {
 	if (status == 429 || status == 503)
@@ -308,6 +322,85 @@ static void render_hist(struct rt_buf *b, struct rt_metrics *m, const char *name
 	const char *lo = labels[0] ? "{" : "", *lc = labels[0] ? "}" : "";
 	rt_buf_printf(b, "%s_sum%s%s%s %.9f\n%s_count%s%s%s %llu\n", name, lo, labels, lc,
 		      (double)sum / 1e9, name, lo, labels, lc, (unsigned long long)count);
+}
+
+/* Sum over rows of the uint64_t at byte offset `off` of struct
+ * router_cache_totals. */
+static uint64_t cache_sum(struct rt_metrics *m, size_t off)
+{
+	uint64_t v = 0;
+	for (unsigned p = 0; p < m->procs; p++)
+		v += get((const uint64_t *)(const void *)((const char *)&m->rows[p].cache + off));
+	return v;
+}
+
+#define CACHE_OFF(field) offsetof(struct router_cache_totals, field)
+
+static void render_cache(struct rt_buf *b, struct rt_metrics *m)
+{
+	rt_buf_puts(b, "# HELP switchyard_cache_aware_decisions_total cache_aware picks, by "
+		       "decision.\n# TYPE switchyard_cache_aware_decisions_total counter\n");
+	for (int d = 0; d < CACHE_AWARE_DECISIONS_; d++)
+		rt_buf_printf(b, "switchyard_cache_aware_decisions_total{decision=\"%s\"} %llu\n",
+			      cache_aware_decision_name((enum cache_aware_decision)d),
+			      (unsigned long long)cache_sum(m, CACHE_OFF(decisions) +
+								   d * sizeof(uint64_t)));
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} plain[] = {
+		{"switchyard_cache_admission_evaluated_total",
+		 "Cache candidates put through hard admission.", CACHE_OFF(admission_evaluated)},
+		{"switchyard_cache_admission_rejected_total",
+		 "Cache candidates refused by hard admission.", CACHE_OFF(admission_rejected)},
+		{"switchyard_cache_pressure_guard_compared_total",
+		 "Pressure-guard comparisons between cache candidates.", CACHE_OFF(guard_compared)},
+		{"switchyard_cache_pressure_guard_override_total",
+		 "Pressure-guard comparisons that switched to the less pressured candidate.",
+		 CACHE_OFF(guard_override)},
+	};
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		rt_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", plain[i].name,
+			      plain[i].help, plain[i].name, plain[i].name,
+			      (unsigned long long)cache_sum(m, plain[i].off));
+	rt_buf_printf(b,
+		      "# HELP switchyard_digest_memo_pages_total Prompt pages hashed through the "
+		      "per-process digest memo: hit (served from the memo) or miss (SHA-256).\n"
+		      "# TYPE switchyard_digest_memo_pages_total counter\n"
+		      "switchyard_digest_memo_pages_total{result=\"hit\"} %llu\n"
+		      "switchyard_digest_memo_pages_total{result=\"miss\"} %llu\n",
+		      (unsigned long long)cache_sum(m, CACHE_OFF(digest_hits)),
+		      (unsigned long long)cache_sum(m, CACHE_OFF(digest_misses)));
+	rt_buf_puts(b, "# HELP switchyard_cache_prefix_lookups_total Prefix-source answers, by "
+		       "source, outcome and (unavailable) reason.\n"
+		       "# TYPE switchyard_cache_prefix_lookups_total counter\n");
+	static const char *const kinds[ROUTER_CACHE_SOURCE_KINDS] = {"local", "indexer"};
+	for (int k = 0; k < ROUTER_CACHE_SOURCE_KINDS; k++) {
+		const struct {
+			enum prefix_status st;
+			size_t off;
+		} outs[] = {
+			{PREFIX_FOUND, CACHE_OFF(found) + k * sizeof(uint64_t)},
+			{PREFIX_NO_CHAIN, CACHE_OFF(no_chain) + k * sizeof(uint64_t)},
+			{PREFIX_REJECTED, CACHE_OFF(rejected) + k * sizeof(uint64_t)},
+		};
+		for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++)
+			rt_buf_printf(b,
+				      "switchyard_cache_prefix_lookups_total{source=\"%s\",outcome=\"%s\","
+				      "reason=\"none\"} %llu\n",
+				      kinds[k], prefix_status_name(outs[i].st),
+				      (unsigned long long)cache_sum(m, outs[i].off));
+		for (int w = PREFIX_WHY_TIMEOUT; w <= PREFIX_WHY_TOO_LARGE; w++)
+			rt_buf_printf(b,
+				      "switchyard_cache_prefix_lookups_total{source=\"%s\",outcome=\"%s\","
+				      "reason=\"%s\"} %llu\n",
+				      kinds[k], prefix_status_name(PREFIX_UNAVAILABLE),
+				      prefix_unavailable_name((enum prefix_unavailable)w),
+				      (unsigned long long)cache_sum(
+					      m, CACHE_OFF(unavailable) +
+							 ((size_t)k * (PREFIX_WHY_TOO_LARGE + 1) + w) *
+								 sizeof(uint64_t)));
+	}
 }
 
 /* The statebus's counters, read from the region's counters block (DESIGN.md
@@ -518,6 +611,7 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			    offsetof(struct rt_metrics_row, phase) + ph * sizeof(struct rt_hist),
 			    edges_phase);
 	}
+	render_cache(&b, m);
 	if (region != NULL)
 		render_region_counters(&b, region);
 	if (b.oom) {

@@ -82,6 +82,12 @@ void rt_metrics_stream(struct rt_metrics *m, unsigned row, enum rt_stream_outcom
 void rt_metrics_retry(struct rt_metrics *m, unsigned row);
 void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param);
 
+/* Adds one process's cache counter deltas (router_gen_cache_delta,
+ * router/gen.h) to row `row`: cache_aware decisions, admission and
+ * pressure-guard counts, digest memo hits/misses, prefix-source outcomes. */
+struct router_cache_totals;
+void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta);
+
 /* Outcome class of an upstream HTTP status. */
 enum rt_outcome rt_outcome_of_status(int status);
 

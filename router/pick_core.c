@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "router/buf.h"
 #include "router/gen.h"
+#include "router/metrics.h"
 #include "router/prepare.h"
 #include "router/rtgen.h"
 #include "router/select.h"
@@ -144,6 +145,9 @@ int rt_select(struct rt_gen *g, h2o_req_t *req, struct rt_prepared *p, const str
 	for (int attempt = 0; attempt < (ex && ex->n ? 4 : 1); attempt++) {
 		router_error_clear(&re);
 		int rc = router_select(g->sel, rt_w.region, &c->pr, sy_mono_ns(), &sel, &re);
+		struct router_cache_totals cd;
+		if (router_gen_cache_delta(g->sel, &cd))
+			rt_metrics_cache(rt_w.metrics, rt_w.index, &cd);
 		if (rc != 0) {
 			from_router_error(req, &re, err);
 			return rc;

@@ -556,7 +556,9 @@ const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct
 		m->n_entries--; /* forget the half-made entry */
 		return NULL;
 	}
-	if (e->status != PREFIX_NO_CHAIN) {
+	if (e->status == PREFIX_NO_CHAIN) {
+		s->stats.no_chain++;
+	} else {
 		s->stats.lookups++;
 		if (e->status == PREFIX_FOUND)
 			s->stats.found++;

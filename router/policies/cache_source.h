@@ -105,6 +105,7 @@ const char *prefix_unavailable_name(enum prefix_unavailable w);
 struct cache_source_stats {
 	uint64_t lookups;       /* lookups made (one per request that needed it) */
 	uint64_t found;         /* PREFIX_FOUND answers */
+	uint64_t no_chain;      /* requests with nothing to look up (no chain) */
 	uint64_t unavailable[PREFIX_WHY_TOO_LARGE + 1]; /* by why */
 	uint64_t rejected;
 	uint64_t late_replies;  /* indexer replies drained after their timeout */

@@ -525,6 +525,59 @@ START_TEST(test_config_refused_affinity_values_name_the_replacement)
 }
 END_TEST
 
+START_TEST(test_config_pressure_guard_keys_without_cache_aware_are_refused)
+{
+	/* On a session_aware group: the key is named. */
+	ck_assert_int_eq(build("buckets:\n"
+			       "  - id: a\n"
+			       "    groups: {plain: {policy: {type: session_aware, "
+			       "pressure_rel_threshold: 2}}}\n"),
+			 SY_ECONFIG);
+	ck_assert_ptr_nonnull(strstr(cerr.msg, "buckets[0].groups.plain.policy."
+					       "pressure_rel_threshold: the pressure guard applies "
+					       "to cache_aware only (this group runs session_aware)"));
+	sy_config_free(&cfg);
+	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+	ck_assert_int_eq(build("buckets:\n"
+			       "  - id: a\n"
+			       "    groups: {plain: {policy: {type: session_aware, "
+			       "disable_pressure_guard: true}}}\n"),
+			 SY_ECONFIG);
+	ck_assert_ptr_nonnull(strstr(cerr.msg, "policy.disable_pressure_guard: the pressure guard "
+					       "applies to cache_aware only"));
+	/* Each key at the top level of a session_aware-only router. */
+	static const char *const flags[][2] = {
+		{"--disable-pressure-guard", "true"},
+		{"--pressure-abs-threshold-tokens", "512"},
+		{"--pressure-abs-threshold-ms", "20"},
+		{"--pressure-rel-threshold", "2"},
+	};
+	static const char *const keys[] = {"disable_pressure_guard", "pressure_abs_threshold_tokens",
+					   "pressure_abs_threshold_ms", "pressure_rel_threshold"};
+	for (size_t i = 0; i < 4; i++) {
+		sy_config_free(&cfg);
+		ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+		ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "session_aware",
+						      &cerr), SY_OK);
+		ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", flags[i][0], flags[i][1],
+						      &cerr), SY_OK);
+		ck_assert_int_eq(build(NULL), SY_ECONFIG);
+		char want[160];
+		snprintf(want, sizeof(want), "policy.%s: the pressure guard applies to cache_aware "
+					     "only (no group runs cache_aware)", keys[i]);
+		ck_assert_str_eq(cerr.msg, want);
+	}
+	/* Inherited by a cache_aware group beside a session_aware one: accepted. */
+	sy_config_free(&cfg);
+	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+	ck_assert_int_eq(build("policy: {type: session_aware, pressure_rel_threshold: 2}\n"
+			       "buckets:\n"
+			       "  - {id: a, groups: {plain: {}}}\n"
+			       "  - {id: b, groups: {plain: {policy: {type: cache_aware}}}}\n"),
+			 SY_OK);
+}
+END_TEST
+
 START_TEST(test_session_rejection_advances_the_bucket_and_keeps_the_binding)
 {
 	ck_assert_int_eq(build("policy: {type: session_aware}\n"
@@ -585,6 +638,7 @@ static Suite *suite(void)
 	tcase_add_test(tg, test_config_sticky_fallback_on_another_policy_is_refused);
 	tcase_add_test(tg, test_config_top_level_affinity_keys_without_an_affinity_group_are_refused);
 	tcase_add_test(tg, test_config_refused_affinity_values_name_the_replacement);
+	tcase_add_test(tg, test_config_pressure_guard_keys_without_cache_aware_are_refused);
 	tcase_add_test(tg, test_session_rejection_advances_the_bucket_and_keeps_the_binding);
 	suite_add_tcase(s, tg);
 	return s;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "router/gen.h"
 #include "router/metrics.h"
 #include "statebus-counters.h"
 #include "tests/unit/sb_test.h"
@@ -166,6 +167,43 @@ START_TEST(test_counters_are_summed_over_processes)
 }
 END_TEST
 
+START_TEST(test_cache_counters_are_summed_over_processes)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 4);
+	struct router_cache_totals d;
+	memset(&d, 0, sizeof(d));
+	d.decisions[CACHE_AWARE_HIT] = 3;
+	d.decisions[CACHE_AWARE_ALL_QUEUED] = 1;
+	d.digest_hits = 100;
+	d.digest_misses = 7;
+	d.found[0] = 4;
+	d.no_chain[0] = 1;
+	d.unavailable[1][PREFIX_WHY_TIMEOUT] = 2;
+	d.rejected[1] = 1;
+	d.guard_override = 1;
+	rt_metrics_cache(m, 0, &d);
+	rt_metrics_cache(m, 1, &d);
+	rt_metrics_cache(m, 1, &d);
+	char *t = render(m, NULL);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_aware_decisions_total{decision=\"cache_hit\"}"), 9);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_aware_decisions_total{decision=\"cache_miss\"}"), 0);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_aware_decisions_total{decision=\"all_queued\"}"), 3);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_pressure_guard_override_total"), 3);
+	ck_assert_double_eq(value_of(t, "switchyard_digest_memo_pages_total{result=\"hit\"}"), 300);
+	ck_assert_double_eq(value_of(t, "switchyard_digest_memo_pages_total{result=\"miss\"}"), 21);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"local\","
+					"outcome=\"found\",reason=\"none\"}"), 12);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"local\","
+					"outcome=\"no_chain\",reason=\"none\"}"), 3);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"indexer\","
+					"outcome=\"unavailable\",reason=\"timeout\"}"), 6);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"indexer\","
+					"outcome=\"rejected\",reason=\"none\"}"), 3);
+	ck_assert_ptr_nonnull(strstr(t, "# TYPE switchyard_cache_aware_decisions_total counter\n"));
+	free(t);
+}
+END_TEST
+
 START_TEST(test_histogram_buckets_exact_and_cumulative)
 {
 	struct rt_metrics *m = rt_metrics_create(2, 1);
@@ -249,6 +287,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("exposition");
 	tcase_add_test(tc, test_exposition_format_and_prefix);
 	tcase_add_test(tc, test_counters_are_summed_over_processes);
+	tcase_add_test(tc, test_cache_counters_are_summed_over_processes);
 	tcase_add_test(tc, test_histogram_buckets_exact_and_cumulative);
 	tcase_add_test(tc, test_region_counters_and_worker_gauges);
 	tcase_add_test(tc, test_outcome_classes);
