@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "sy_check.h"
 
 #define NREADERS 2
 #define NWORKERS 6
@@ -292,8 +293,7 @@ START_TEST(test_forked_readers_match_while_writer_stores_removes_evicts)
 		s.overflow_used, s.overflow_capacity);
 	ck_assert_uint_gt(s.evictions, 1000);
 	ck_assert_uint_gt(entries, 0);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
@@ -304,9 +304,5 @@ int main(void)
 	tcase_set_timeout(tc, (double)torture_seconds() * 4 + 20);
 	tcase_add_test(tc, test_forked_readers_match_while_writer_stores_removes_evicts);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "sb_test.h"
+#include "sy_check.h"
 
 #define NREADERS 3
 #define NWORKERS 4
@@ -270,8 +271,7 @@ START_TEST(test_forked_readers_never_see_torn_records_or_reclaimed_blocks)
 		(unsigned long long)retired, (unsigned long long)freed, (unsigned long long)enospc);
 	ck_assert_uint_gt(retired, 1000);
 	ck_assert_uint_gt(freed, 1000);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
@@ -282,9 +282,5 @@ int main(void)
 	tcase_set_timeout(tc, (double)torture_seconds() * 4 + 20);
 	tcase_add_test(tc, test_forked_readers_never_see_torn_records_or_reclaimed_blocks);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }
