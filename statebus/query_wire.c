@@ -218,6 +218,26 @@ static bool read_bool(struct sy_cursor *c, bool *out)
 	return true;
 }
 
+/* Reads the value of key k when it is one both messages carry: "v" (must be
+ * STATEBUS_QUERY_VERSION; sets *have_v) or "id" (into *id). Returns 1 when
+ * k was one of them, 0 when not (nothing read), -1 for another version. */
+static int read_common_key(struct sy_cursor *c, const uint8_t *k, uint32_t kl, uint64_t *id,
+			   bool *have_v)
+{
+	if (sy_mp_str_eq(k, kl, "v")) {
+		uint32_t v;
+		if (read_u32(c, &v) && v != STATEBUS_QUERY_VERSION)
+			return -1;
+		*have_v = true;
+		return 1;
+	}
+	if (sy_mp_str_eq(k, kl, "id")) {
+		sy_mp_read_u64(c, id);
+		return 1;
+	}
+	return 0;
+}
+
 enum statebus_query_status statebus_query_decode_request(const uint8_t *frame, size_t len,
 							 struct statebus_query_request *out,
 							 uint32_t hashes_cap)
@@ -241,14 +261,12 @@ enum statebus_query_status statebus_query_decode_request(const uint8_t *frame, s
 		uint32_t kl;
 		if (!sy_mp_read_str(&c, &k, &kl))
 			break;
-		if (sy_mp_str_eq(k, kl, "v")) {
-			uint32_t v;
-			if (read_u32(&c, &v) && v != STATEBUS_QUERY_VERSION)
-				return STATEBUS_QUERY_BAD_REQUEST;
-			have_v = true;
-		} else if (sy_mp_str_eq(k, kl, "id")) {
-			sy_mp_read_u64(&c, &out->id);
-		} else if (sy_mp_str_eq(k, kl, "model")) {
+		int common = read_common_key(&c, k, kl, &out->id, &have_v);
+		if (common < 0)
+			return STATEBUS_QUERY_BAD_REQUEST;
+		if (common > 0)
+			continue;
+		if (sy_mp_str_eq(k, kl, "model")) {
 			const uint8_t *p;
 			uint32_t pl;
 			if (sy_mp_read_str(&c, &p, &pl)) {
@@ -320,14 +338,12 @@ int statebus_query_decode_reply(const uint8_t *frame, size_t len, struct statebu
 		uint32_t kl;
 		if (!sy_mp_read_str(&c, &k, &kl))
 			break;
-		if (sy_mp_str_eq(k, kl, "v")) {
-			uint32_t v;
-			if (read_u32(&c, &v) && v != STATEBUS_QUERY_VERSION)
-				return SY_EMALFORMED;
-			have_v = true;
-		} else if (sy_mp_str_eq(k, kl, "id")) {
-			sy_mp_read_u64(&c, &out->id);
-		} else if (sy_mp_str_eq(k, kl, "status")) {
+		int common = read_common_key(&c, k, kl, &out->id, &have_v);
+		if (common < 0)
+			return SY_EMALFORMED;
+		if (common > 0)
+			continue;
+		if (sy_mp_str_eq(k, kl, "status")) {
 			const uint8_t *p;
 			uint32_t pl;
 			if (sy_mp_read_str(&c, &p, &pl)) {

@@ -159,27 +159,31 @@ int statebus_worker_set_health(struct statebus_region *r, uint32_t slot, uint32_
 	return SY_OK;
 }
 
-int statebus_worker_mark_removing(struct statebus_region *r, uint32_t slot, uint32_t gen)
+/* Sets the state of the record (slot, gen) under its seqlock; errors as
+ * writer_rec(). The generation is kept (bumped on reuse). */
+static int write_state(struct statebus_region *r, uint32_t slot, uint32_t gen,
+		       enum statebus_worker_state state)
 {
 	int rc;
 	struct sb_worker_rec *rec = writer_rec(r, slot, gen, &rc);
 	if (rec == NULL)
 		return rc;
 	uint32_t s = sb_seq_write_begin(&rec->seq);
-	rec->w.state = STATEBUS_WORKER_REMOVING;
+	rec->w.state = state;
 	sb_seq_write_end(&rec->seq, s);
 	return SY_OK;
 }
 
+int statebus_worker_mark_removing(struct statebus_region *r, uint32_t slot, uint32_t gen)
+{
+	return write_state(r, slot, gen, STATEBUS_WORKER_REMOVING);
+}
+
 int statebus_worker_remove(struct statebus_region *r, uint32_t slot, uint32_t gen)
 {
-	int rc;
-	struct sb_worker_rec *rec = writer_rec(r, slot, gen, &rc);
-	if (rec == NULL)
+	int rc = write_state(r, slot, gen, STATEBUS_WORKER_FREE);
+	if (rc != SY_OK)
 		return rc;
-	uint32_t s = sb_seq_write_begin(&rec->seq);
-	rec->w.state = STATEBUS_WORKER_FREE; /* generation kept: bumped on reuse */
-	sb_seq_write_end(&rec->seq, s);
 	statebus_load_clear_worker(r, slot);
 	statebus_streams_clear_worker(r, slot);
 	return SY_OK;

@@ -7,6 +7,11 @@ here with hashlib), LoadStat V3 (§12), replay in both answer forms (§3), gaps
 from --skip-seq-every, END_SEQ on restart and on shutdown."""
 import glob, hashlib, json, os, shutil, struct, subprocess, sys, tempfile, time, urllib.request
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import check, fail  # noqa: E402
+
 import msgpack
 import zmq
 
@@ -19,34 +24,20 @@ ctx = zmq.Context.instance()
 ACTIVE = []  # fleet dirs still running: their logs are shown on failure
 
 
-def fail(msg):
-    print("FAIL:", msg, file=sys.stderr)
+@sytest.on_fail
+def show_fleet_logs():
     for d in ACTIVE:
-        for log in glob.glob(os.path.join(d, "*.log")):
-            print(f"--- {log}", open(log).read()[-3000:], sep="\n", file=sys.stderr)
-    sys.exit(1)
+        sytest.print_dir_logs(d)
 
 
-def check(cond, msg):
-    if not cond:
-        fail(msg)
+def stop(d):
+    sytest.fleet_stop_checked(FLEET, d, ACTIVE)
 
 
 def fleet(d, *extra):
     subprocess.run([FLEET, "start", "--dir", d, "--bin", BIN, "--dp-size", "2", "--", *extra],
                    check=True, stdout=subprocess.DEVNULL, timeout=30)
     return json.load(open(os.path.join(d, "fleet.json")))[0]
-
-
-def stop(d):
-    subprocess.run([FLEET, "stop", "--dir", d], check=True, timeout=30)
-    # a sanitizer report in a mock's log fails the test
-    for log in glob.glob(os.path.join(d, "*.log")):
-        text = open(log).read()
-        if "Sanitizer" in text or "runtime error" in text:
-            fail(f"sanitizer report in {log}:\n{text[-3000:]}")
-    ACTIVE.remove(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def post(url, path, body, headers=None):

@@ -7,23 +7,25 @@ pacing); PD: decode waits for the prefill of its bootstrap_room, times out
 without one; info routes."""
 import glob, http.client, json, os, shutil, subprocess, sys, tempfile, threading, time, urllib.error, urllib.request
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import check, fail  # noqa: E402
+
 FLEET, BIN = sys.argv[1], sys.argv[2]
 
 
 ACTIVE = []  # fleet dirs still running: their logs are shown on failure
 
 
-def fail(msg):
-    print("FAIL:", msg, file=sys.stderr)
+@sytest.on_fail
+def show_fleet_logs():
     for d in ACTIVE:
-        for log in glob.glob(os.path.join(d, "*.log")):
-            print(f"--- {log}", open(log).read()[-3000:], sep="\n", file=sys.stderr)
-    sys.exit(1)
+        sytest.print_dir_logs(d)
 
 
-def check(cond, msg):
-    if not cond:
-        fail(msg)
+def stop(d):
+    sytest.fleet_stop_checked(FLEET, d, ACTIVE)
 
 
 def start(*args, **kw):
@@ -34,17 +36,6 @@ def start(*args, **kw):
         cmd += ["--" + k, str(v)]
     subprocess.run(cmd + ["--", *args], check=True, stdout=subprocess.DEVNULL, timeout=30)
     return d, json.load(open(os.path.join(d, "fleet.json")))
-
-
-def stop(d):
-    subprocess.run([FLEET, "stop", "--dir", d], check=True, timeout=30)
-    # a sanitizer report in a mock's log fails the test
-    for log in glob.glob(os.path.join(d, "*.log")):
-        text = open(log).read()
-        if "Sanitizer" in text or "runtime error" in text:
-            fail(f"sanitizer report in {log}:\n{text[-3000:]}")
-    ACTIVE.remove(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def req(url, path, body=None, raw=None, method=None, headers=None):

@@ -29,6 +29,11 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import fail, free_port, request  # noqa: E402
+
 ROUTER, FLEET, MOCK, SYCTL = sys.argv[1:5]
 T = tempfile.mkdtemp(prefix="sy-hostile.")
 SHM = "/dev/shm/sy-test-hostile-%d" % os.getpid()
@@ -43,50 +48,28 @@ def log(msg):
     print(msg, flush=True)
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr, flush=True)
+@sytest.on_fail
+def show_logs():
     for f in sorted(os.listdir(T)):
         if f.endswith(".log"):
             with open(os.path.join(T, f), errors="replace") as fh:
                 tail = fh.read().splitlines()[-25:]
             print("--- %s (tail)\n%s" % (f, "\n".join(tail)), file=sys.stderr)
-    sys.exit(1)
 
 
 def cleanup():
     for s in servers:
         s.stop()
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=8)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    sytest.stop_procs(procs)
     for d in fleets:
         subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)
     subprocess.run(["rm", "-rf", T] + [SHM + n for n in shms])
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def fleet(name, *mock_args):
     d = os.path.join(T, name)
     fleets.append(d)
-    r = subprocess.run([FLEET, "start", "--dir", d, "--bin", MOCK, "--count", "1", "--"]
-                       + list(mock_args), capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        fail("mock-fleet: " + r.stderr)
-    with open(os.path.join(d, "fleet.json")) as f:
-        return json.load(f)[0]
+    return sytest.fleet_one(FLEET, MOCK, d, *mock_args)
 
 
 def router(name, *args):
@@ -107,19 +90,6 @@ def router(name, *args):
             fail("router %s exited at start" % name)
         time.sleep(0.05)
     fail("router %s did not come up" % name)
-
-
-def request(port, method, path, body=None, headers=None, timeout=30):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    h = {"content-type": "application/json"}
-    h.update(headers or {})
-    if isinstance(body, dict):
-        body = json.dumps(body)
-    c.request(method, path, body=body, headers=h)
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
 
 
 def expect_error(what, resp, status, code, urls=(), contains=None):

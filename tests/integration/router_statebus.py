@@ -30,6 +30,11 @@ import threading
 import time
 import urllib.parse
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import fail, free_port, request  # noqa: E402
+
 ROUTER, STATEBUS, FLEET, MOCK, SYCTL = sys.argv[1:6]
 T = tempfile.mkdtemp(prefix="sy-rsb.")
 SHM = "/dev/shm/sy-test-rsb-%d" % os.getpid()
@@ -41,58 +46,32 @@ def log(msg):
     print(msg, flush=True)
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr, flush=True)
+@sytest.on_fail
+def show_logs():
     for name in ("router.log", "statebus.log"):
         p = os.path.join(T, name)
         if os.path.exists(p):
             with open(p, errors="replace") as f:
                 tail = f.read().splitlines()[-30:]
             print("--- %s (tail)\n%s" % (name, "\n".join(tail)), file=sys.stderr)
-    sys.exit(1)
 
 
 def cleanup():
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=8)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    sytest.stop_procs(procs)
     for d in fleets:
         subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)
     subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
     subprocess.run(["rm", "-rf", T])
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def fleet(name, *mock_args):
     d = os.path.join(T, name)
     fleets.append(d)
-    r = subprocess.run([FLEET, "start", "--dir", d, "--bin", MOCK, "--count", "1", "--"]
-                       + list(mock_args), capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        fail("mock-fleet: " + r.stderr)
-    with open(os.path.join(d, "fleet.json")) as f:
-        return json.load(f)[0]
+    return sytest.fleet_one(FLEET, MOCK, d, *mock_args)
 
 
 def syctl(*args):
-    r = subprocess.run([SYCTL, "--shm", SHM] + list(args) + ["--json"], capture_output=True,
-                       text=True, timeout=10)
-    if r.returncode != 0:
-        fail("syctl %s: %s" % (" ".join(args), r.stderr))
-    return json.loads(r.stdout)
+    return sytest.syctl_json(SYCTL, SHM, *args)
 
 
 def by_worker(doc):
@@ -100,24 +79,7 @@ def by_worker(doc):
 
 
 def wait_for(what, pred, timeout=15.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail("timed out waiting for " + what)
-
-
-def request(port, method, path, body=None, headers=None, timeout=30):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    h = {"content-type": "application/json"}
-    h.update(headers or {})
-    c.request(method, path, body=json.dumps(body) if isinstance(body, dict) else body, headers=h)
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+    return sytest.wait_for(what, pred, timeout, interval=0.1)
 
 
 def chat(port, max_tokens=1, content="x"):

@@ -14,28 +14,21 @@ The fake engine picks its behaviour from the request header x-fake (passed
 upstream by the router like any client header)."""
 import http.client, json, os, socket, subprocess, sys, tempfile, threading, time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import check, fail, free_port  # noqa: E402
+
 ROUTER = sys.argv[1]
 CLIENT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("SY_UPSTREAM_CLIENT", "lean")
 CHAT = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+sytest.FAIL_PREFIX = "FAIL (%s client)" % CLIENT
 SMALL = b'{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}'
 
 
-def fail(msg):
-    print("FAIL (%s client): %s" % (CLIENT, msg), file=sys.stderr)
-    try:
-        print(open(LOG).read()[-3000:], file=sys.stderr)
-    except Exception:
-        pass
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+@sytest.on_fail
+def show_log():
+    sytest.print_tail(globals().get("LOG", ""))
 
 
 class Engine:

@@ -26,6 +26,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import msgpack
 import zmq
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import fail, free_port, free_ports  # noqa: E402
+
 STATEBUS, SYCTL = sys.argv[1:3]
 SHM = "/dev/shm/sy-test-sbd-%d" % os.getpid()
 CTL = "ipc://%s.ctl" % SHM
@@ -33,36 +38,6 @@ LOG = "/tmp/sy-test-sbd-%d.log" % os.getpid()
 ZCTX = zmq.Context.instance()
 END_SEQ = b"\xff" * 8
 procs = []
-
-
-def fail(msg):
-    print("FAIL:", msg, file=sys.stderr)
-    raise SystemExit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def free_ports(n):
-    """n consecutive free ports (rank r at base + r)."""
-    for _ in range(200):
-        base = free_port()
-        ok = True
-        for k in range(n):
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", base + k))
-            except OSError:
-                ok = False
-            s.close()
-        if ok:
-            return base
-    fail("no free port range")
 
 
 class Engine:
@@ -160,11 +135,7 @@ class Engine:
 
 
 def syctl(*args):
-    out = subprocess.run([SYCTL, "--shm", SHM, "--json"] + list(args), capture_output=True,
-                         text=True, timeout=10)
-    if out.returncode != 0:
-        fail("syctl %s: %s" % (" ".join(args), out.stderr))
-    return json.loads(out.stdout)
+    return sytest.syctl_json(SYCTL, SHM, *args)
 
 
 def depths(hashes):

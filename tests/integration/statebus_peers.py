@@ -44,6 +44,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import msgpack
 import zmq
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import fail, free_port, wait_for  # noqa: E402
+
 STATEBUS, SYCTL = sys.argv[1:3]
 CASES = sys.argv[3:] or ["crash", "crash_replay", "hol", "facts", "adopt", "order"]
 SHM = "/dev/shm/sy-test-peers-%d" % os.getpid()
@@ -53,21 +58,9 @@ Z = zmq.Context.instance()
 procs = []
 
 
-def fail(msg):
-    print("FAIL:", msg, file=sys.stderr)
-    try:
-        print(open(LOG, errors="replace").read()[-3000:], file=sys.stderr)
-    except OSError:
-        pass
-    raise SystemExit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+@sytest.on_fail
+def show_log():
+    sytest.print_tail(LOG)
 
 
 def sy(*args):
@@ -77,16 +70,6 @@ def sy(*args):
         return json.loads(out.stdout)
     except ValueError:  # region not created yet
         return {"matches": [], "workers": [], "streams": [], "counters": {}}
-
-
-def wait_for(what, pred, timeout=10.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    fail("timed out waiting for " + what)
 
 
 def http(body_fn, status_fn=lambda path: 200):

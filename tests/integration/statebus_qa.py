@@ -29,6 +29,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import msgpack
 import zmq
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sytest  # noqa: E402  (shared helpers beside this script)
+from sytest import fail, free_ports, wait_for  # noqa: E402
+
 STATEBUS, SYCTL = sys.argv[1:3]
 SHM = "/dev/shm/sy-test-qa-%d" % os.getpid()
 CTL = "ipc://%s.ctl" % SHM
@@ -37,52 +42,13 @@ Z = zmq.Context.instance()
 procs = []
 
 
-def fail(msg):
-    print("FAIL:", msg, file=sys.stderr)
-    try:
-        print(open(LOG).read()[-3000:], file=sys.stderr)
-    except OSError:
-        pass
-    raise SystemExit(1)
-
-
-def free_ports(n):
-    for _ in range(200):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        base = s.getsockname()[1]
-        s.close()
-        if base + n > 65535:
-            continue
-        ok = True
-        for k in range(n):
-            t = socket.socket()
-            try:
-                t.bind(("127.0.0.1", base + k))
-            except OSError:
-                ok = False
-            t.close()
-        if ok:
-            return base
-    fail("no free port range")
+@sytest.on_fail
+def show_log():
+    sytest.print_tail(LOG)
 
 
 def sy(*args):
-    out = subprocess.run([SYCTL, "--shm", SHM, "--json"] + list(args), capture_output=True,
-                         text=True, timeout=10)
-    if out.returncode != 0:
-        fail("syctl %s: %s" % (args, out.stderr))
-    return json.loads(out.stdout)
-
-
-def wait_for(what, pred, timeout=10.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    fail("timed out waiting for " + what)
+    return sytest.syctl_json(SYCTL, SHM, *args)
 
 
 class Engine:

@@ -1,5 +1,5 @@
 /* sb_test.h — helpers shared by the state-plane tests: unique region paths
- * under /dev/shm and a create-and-lock shortcut. Header-only, test use. */
+ * under /dev/shm, create and destroy shortcuts. Header-only, test use. */
 #ifndef SY_TESTS_SB_TEST_H
 #define SY_TESTS_SB_TEST_H
 
@@ -34,6 +34,21 @@ static inline struct statebus_params sbt_small(void)
 	struct statebus_params p = {.max_workers = 8, .max_dp_ranks = 4, .max_procs = 8,
 				    .arena_block_size = 128, .arena_block_count = 64};
 	return p;
+}
+
+/* Creates a small region (sbt_small) at a fresh unique path written into
+ * path[cap], asserting success. */
+static inline struct statebus_region *sbt_create_small(char *path, size_t cap)
+{
+	struct statebus_params p = sbt_small();
+	return sbt_create(sbt_path(path, cap), &p);
+}
+
+/* Closes the test's handle r and removes the region file at path. */
+static inline void sbt_destroy(struct statebus_region *r, const char *path)
+{
+	statebus_region_close(r);
+	statebus_region_destroy(path);
 }
 
 /* A plain worker with the given ID. */

@@ -14,6 +14,7 @@
 
 #include "statebus/sb-int.h"
 #include "sb_test.h"
+#include "sy_check.h"
 
 #define SEC UINT64_C(1000000000)
 #define T0 (UINT64_C(5000) * SEC)
@@ -39,8 +40,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 
 static struct statebus_affinity_key key_of(const char *session)
@@ -395,9 +395,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return sy_check_run(suite());
 }

@@ -13,6 +13,7 @@
 #include "router/policies/policy.h"
 #include "router/select.h"
 #include "router_fixture.h"
+#include "sy_check.h"
 
 static struct rfx fx;
 static struct pick_request req;
@@ -646,9 +647,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return sy_check_run(suite());
 }

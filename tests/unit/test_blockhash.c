@@ -19,6 +19,7 @@
 
 #include "common/blockhash.h"
 #include "common/errors.h"
+#include "sy_check.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -437,9 +438,5 @@ int main(void)
 	tcase_add_test(a, test_id_is_signed_big_endian_top_8_bytes);
 	suite_add_tcase(s, a);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "router/breaker.h"
+#include "sy_check.h"
 
 #define S 1000000000ull /* ns per second */
 #define COOL (30 * S)   /* --cb-cool-down-secs default */
@@ -158,9 +159,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

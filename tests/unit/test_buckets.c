@@ -8,6 +8,7 @@
 
 #include "router/buckets.h"
 #include "router_fixture.h"
+#include "sy_check.h"
 
 #define UNB BUCKET_UNBOUNDED
 
@@ -363,9 +364,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

@@ -13,6 +13,7 @@
 #include "router/policies/cache_aware.h"
 #include "router/policies/cache_source.h"
 #include "router_fixture.h"
+#include "sy_check.h"
 
 static struct rfx fx;
 static void setup(void) { rfx_open(&fx); router_rng_seed(7); }
@@ -574,9 +575,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return sy_check_run(suite());
 }

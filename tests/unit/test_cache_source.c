@@ -24,6 +24,7 @@
 #include "router/select.h"
 #include "router_fixture.h"
 #include "statebus-query.h"
+#include "sy_check.h"
 
 static struct rfx fx;
 static void setup(void) { rfx_open(&fx); router_rng_seed(11); }
@@ -618,9 +619,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return sy_check_run(suite());
 }

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "common/config_schema.h"
 #include "common/errors.h"
+#include "sy_check.h"
 
 static struct sy_config cfg;
 static struct sy_config_error err;
@@ -720,9 +721,5 @@ int main(void)
 	tcase_add_test(tc, test_every_section_fits_the_duplicate_key_bitmap);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

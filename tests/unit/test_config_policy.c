@@ -6,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/errors.h"
+#include "sy_check.h"
 
 static struct sy_config cfg;
 static struct sy_config_error err;
@@ -314,9 +315,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "common/cursor.h"
+#include "sy_check.h"
 
 START_TEST(test_reads_both_byte_orders)
 {
@@ -83,9 +84,5 @@ int main(void)
 	tcase_add_test(tc, test_span_and_skip_and_fail);
 	tcase_add_test(tc, test_put_get_roundtrip);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

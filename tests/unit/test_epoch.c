@@ -9,6 +9,7 @@
 
 #include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "sy_check.h"
 
 START_TEST(test_claim_release_and_slots_full_is_enospc)
 {
@@ -60,17 +61,14 @@ START_TEST(test_bracket_publishes_epoch_and_nests)
 	statebus_read_leave(r);
 	statebus_proc_read(r, slot, &pi);
 	ck_assert_uint_eq(pi.epoch, STATEBUS_EPOCH_IDLE);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
 START_TEST(test_retired_block_waits_for_open_bracket_then_is_poisoned)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *w = sbt_create(path, &p);
+	struct statebus_region *w = sbt_create_small(path, sizeof(path));
 	struct statebus_region *rd = sbt_create(path, NULL);
 	ck_assert_int_eq(statebus_writer_lock(w, true), SY_OK);
 	ck_assert_int_eq(statebus_proc_claim(rd, STATEBUS_PROC_ROUTER, NULL), SY_OK);
@@ -94,8 +92,7 @@ START_TEST(test_retired_block_waits_for_open_bracket_then_is_poisoned)
 	ck_assert_int_eq(statebus_reclaim(w), 1);
 	statebus_read_leave(rd);
 	statebus_region_close(w);
-	statebus_region_close(rd);
-	statebus_region_destroy(path);
+	sbt_destroy(rd, path);
 }
 END_TEST
 
@@ -126,8 +123,7 @@ START_TEST(test_arena_full_is_enospc_and_free_refills)
 	statebus_arena_stats(w, &fr, &ret, NULL);
 	ck_assert_uint_eq(fr, 64);
 	ck_assert_uint_eq(ret, 0);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
@@ -136,9 +132,7 @@ END_TEST
 START_TEST(test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *w = sbt_create(path, &p);
+	struct statebus_region *w = sbt_create_small(path, sizeof(path));
 	ck_assert_int_eq(statebus_writer_lock(w, true), SY_OK);
 	struct statebus_worker wk = sbt_worker("http://e:1", 1);
 	uint32_t ws, wg;
@@ -187,8 +181,7 @@ START_TEST(test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFSIGNALED(st));
 	ck_assert_int_eq(statebus_procs_reap(w), 0);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
@@ -203,8 +196,7 @@ START_TEST(test_reap_keeps_live_slots)
 	ck_assert_int_eq(statebus_procs_reap(w), 0);
 	ck_assert_int_ge(statebus_proc_self(rd), 0);
 	statebus_region_close(rd);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
@@ -219,9 +211,5 @@ int main(void)
 	tcase_add_test(tc, test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap);
 	tcase_add_test(tc, test_reap_keeps_live_slots);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

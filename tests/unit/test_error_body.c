@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "router/error_body.h"
+#include "sy_check.h"
 
 static json_t *body(int status, const char *code, const char *msg, const char *details)
 {
@@ -96,9 +97,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "sy_check.h"
 
 START_TEST(test_every_code_has_a_distinct_name)
 {
@@ -35,9 +36,5 @@ int main(void)
 	tcase_add_test(tc, test_every_code_has_a_distinct_name);
 	tcase_add_test(tc, test_out_of_range_codes_are_unknown_not_null);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -18,6 +18,7 @@
 #include "common/tokenizer/chat-template.h"
 #include "common/tokenizer/hf-internal.h"
 #include "common/tokenizer/tokenizer.h"
+#include "sy_check.h"
 
 static const char QWEN_PATTERN[] =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
@@ -432,9 +433,5 @@ int main(void)
 	tcase_add_test(t, test_strip_uses_python_whitespace);
 	tcase_add_test(t, test_threads_share_one_tokenizer);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

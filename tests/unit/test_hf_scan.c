@@ -13,6 +13,7 @@
 
 #include "common/errors.h"
 #include "common/tokenizer/hf-internal.h"
+#include "sy_check.h"
 
 static const char PAT_LLAMA3[] =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
@@ -210,9 +211,5 @@ int main(void)
 	tcase_add_test(t, test_scanner_equals_oniguruma_on_random_strings);
 	tcase_add_test(t, test_scanner_equals_oniguruma_on_every_code_point);
 	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

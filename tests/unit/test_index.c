@@ -8,6 +8,7 @@
 
 #include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "sy_check.h"
 
 struct fx {
 	char path[64];
@@ -462,9 +463,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(suite());
 }

@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "torture.h"
 
 #define NREADERS 2
 #define NWORKERS 6
@@ -37,13 +37,6 @@
 #define CHAINS 8
 #define LEN 16
 #define PREFIX 4
-
-static unsigned torture_seconds(void)
-{
-	const char *s = getenv("SY_TORTURE_SECONDS");
-	unsigned v = s ? (unsigned)atoi(s) : 2;
-	return v ? v : 1;
-}
 
 static uint32_t check24(uint64_t x)
 {
@@ -118,13 +111,12 @@ static bool check_entries(const struct statebus_index_match *m, int k, uint32_t 
 	return true;
 }
 
-static int reader_main(const char *path, uint64_t end, const uint32_t *gens, int fd)
+static void __attribute__((noreturn)) reader_main(const char *path, uint64_t end, const uint32_t *gens, int fd)
 {
 	struct report rep = {0};
 	struct statebus_region *r = NULL;
 	int rc = 1;
-	if (statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &r, NULL, 0) != SY_OK ||
-	    statebus_proc_claim(r, STATEBUS_PROC_ROUTER, NULL) != SY_OK) {
+	if (!torture_attach(path, &r)) {
 		snprintf(rep.msg, sizeof(rep.msg), "attach/claim failed");
 		goto out;
 	}
@@ -157,9 +149,7 @@ static int reader_main(const char *path, uint64_t end, const uint32_t *gens, int
 	}
 	rc = 0;
 out:
-	if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
-		rc = 2;
-	_exit(rc);
+	torture_report(fd, &rep, sizeof(rep), rc);
 }
 
 /* White-box structural check (writer lock held, no writer running). */
@@ -220,16 +210,9 @@ START_TEST(test_forked_readers_match_while_writer_stores_removes_evicts)
 	int fds[NREADERS];
 	pid_t pids[NREADERS];
 	for (int i = 0; i < NREADERS; i++) {
-		int pfd[2];
-		ck_assert_int_eq(pipe(pfd), 0);
-		pids[i] = fork();
-		ck_assert_int_ge(pids[i], 0);
-		if (pids[i] == 0) {
-			close(pfd[0]);
-			reader_main(path, end, gens, pfd[1]);
-		}
-		close(pfd[1]);
-		fds[i] = pfd[0];
+		int wfd = torture_fork(&pids[i], &fds[i]);
+		if (wfd >= 0)
+			reader_main(path, end, gens, wfd);
 	}
 	uint64_t ops = 0, blocks = 0;
 	uint32_t x = 7;
@@ -269,12 +252,7 @@ START_TEST(test_forked_readers_match_while_writer_stores_removes_evicts)
 	uint64_t total = 0, entries = 0, deepest = 0;
 	for (int i = 0; i < NREADERS; i++) {
 		struct report rep = {0};
-		ssize_t n = read(fds[i], &rep, sizeof(rep));
-		close(fds[i]);
-		int st;
-		ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
-		ck_assert_msg(n == (ssize_t)sizeof(rep), "reader %d sent no report", i);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reader %d failed: %s", i, rep.msg);
+		torture_collect(i, pids[i], fds[i], &rep, sizeof(rep), rep.msg);
 		ck_assert_uint_gt(rep.matches, 0);
 		total += rep.matches;
 		entries += rep.entries;
@@ -292,21 +270,11 @@ START_TEST(test_forked_readers_match_while_writer_stores_removes_evicts)
 		s.overflow_used, s.overflow_capacity);
 	ck_assert_uint_gt(s.evictions, 1000);
 	ck_assert_uint_gt(entries, 0);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("index_torture");
-	TCase *tc = tcase_create("index_torture");
-	tcase_set_timeout(tc, (double)torture_seconds() * 4 + 20);
-	tcase_add_test(tc, test_forked_readers_match_while_writer_stores_removes_evicts);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return torture_run("index_torture", test_forked_readers_match_while_writer_stores_removes_evicts);
 }

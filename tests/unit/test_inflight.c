@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include "sb_test.h"
+#include "sy_check.h"
 
 START_TEST(test_rows_of_two_processes_sum_per_worker)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *a = sbt_create(path, &p);
+	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
 	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
 	pid_t pid = fork();
@@ -48,17 +47,14 @@ START_TEST(test_rows_of_two_processes_sum_per_worker)
 	ck_assert_int_eq(statebus_inflight_sum(a, 2, &n, &d), SY_OK);
 	ck_assert_int_eq(n, 10);
 	ck_assert_uint_eq(d, 10);
-	statebus_region_close(a);
-	statebus_region_destroy(path);
+	sbt_destroy(a, path);
 }
 END_TEST
 
 START_TEST(test_release_without_acquire_is_erange_and_stays_zero)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *a = sbt_create(path, &p);
+	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
 	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
 	ck_assert_int_eq(statebus_inflight_release(a, pa, 1), SY_ERANGE);
@@ -71,8 +67,7 @@ START_TEST(test_release_without_acquire_is_erange_and_stays_zero)
 	statebus_proc_release(a); /* a clean exit zeroes the row */
 	statebus_inflight_sum(a, 1, &n, NULL);
 	ck_assert_int_eq(n, 0);
-	statebus_region_close(a);
-	statebus_region_destroy(path);
+	sbt_destroy(a, path);
 }
 END_TEST
 
@@ -83,9 +78,5 @@ int main(void)
 	tcase_add_test(tc, test_rows_of_two_processes_sum_per_worker);
 	tcase_add_test(tc, test_release_without_acquire_is_erange_and_stays_zero);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include "seq.h"
 #include "statebus-counters.h"
 #include "statebus.h"
+#include "sy_check.h"
 
 static struct sbd_load_stat v3(uint64_t uncached, uint64_t busy_us)
 {
@@ -292,9 +293,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return sy_check_run(suite());
 }

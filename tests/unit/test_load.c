@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "sy_check.h"
 
 #define SEC UINT64_C(1000000000)
 
@@ -345,9 +346,5 @@ int main(void)
 	tcase_add_test(tc, test_seqlock_load_record_never_read_torn_under_writer_thread);
 	tcase_add_test(tc, test_writer_killed_mid_load_update_reads_unknown_never_valid);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "sy_check.h"
 
 /* Captures what the logger writes through a pipe. */
 static size_t capture(char *buf, size_t cap, void (*emit)(void))
@@ -120,9 +121,5 @@ int main(void)
 	tcase_add_test(tc, test_escape_stops_on_whole_escape_when_full);
 	tcase_add_test(tc, test_escape_replaces_invalid_utf8);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

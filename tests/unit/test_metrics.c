@@ -12,6 +12,7 @@
 #include "router/metrics.h"
 #include "statebus-counters.h"
 #include "tests/unit/sb_test.h"
+#include "sy_check.h"
 
 static int cb_half_open(uint32_t slot)
 {
@@ -265,8 +266,7 @@ START_TEST(test_region_counters_and_worker_gauges)
 	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++)
 		ck_assert_ptr_nonnull(strstr(t, statebus_counter_name(i)));
 	free(t);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -297,9 +297,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

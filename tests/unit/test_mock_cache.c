@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "tools/mock-engine/cache.h"
+#include "sy_check.h"
 
 static uint32_t toks[64];
 
@@ -124,9 +125,5 @@ int main(void)
 	tcase_add_test(tc, test_hit_refreshes_lru_so_other_prefix_is_evicted);
 	tcase_add_test(tc, test_locked_pages_are_never_evicted);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tools/mock-engine/kvev.h"
+#include "sy_check.h"
 
 static msgpack_unpacked unpack(msgpack_sbuffer *sb)
 {
@@ -207,9 +208,5 @@ int main(void)
 	tcase_add_test(tc, test_map_encoding_has_type_keys_and_nil_root_parent);
 	tcase_add_test(tc, test_encoding_names_parse);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

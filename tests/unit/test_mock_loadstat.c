@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tools/mock-engine/loadstat.h"
+#include "sy_check.h"
 
 START_TEST(test_loadstat_v3_positions_round_trip)
 {
@@ -61,9 +62,5 @@ int main(void)
 	tcase_add_test(tc, test_loadstat_v3_positions_round_trip);
 	tcase_add_test(tc, test_loadstat_negative_rank_is_nil_and_equal_compares_all);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tools/mock-engine/tok.h"
+#include "sy_check.h"
 
 START_TEST(test_chat_renders_chatml_bytes)
 {
@@ -101,9 +102,5 @@ int main(void)
 	tcase_add_test(tc, test_block_hash_golden_values);
 	tcase_add_test(tc, test_pages_of_a_longer_sequence_extend_the_prompt_pages);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

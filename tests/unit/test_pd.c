@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "router/pd.h"
+#include "sy_check.h"
 
 static h2o_mem_pool_t pool;
 
@@ -205,9 +206,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

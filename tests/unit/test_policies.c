@@ -9,6 +9,7 @@
 #include "router/policies/admission.h"
 #include "router/policies/policy.h"
 #include "router_fixture.h"
+#include "sy_check.h"
 
 static struct rfx fx;
 static void setup(void) { rfx_open(&fx); router_rng_seed(42); }
@@ -475,9 +476,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "router/prepare.h"
+#include "sy_check.h"
 
 static struct sy_tokenizer *tok_bytes, *tok_off;
 static struct router_prepare_opts opts;
@@ -490,9 +491,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

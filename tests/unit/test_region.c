@@ -10,13 +10,12 @@
 #include "common/clock.h"
 #include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "sy_check.h"
 
 START_TEST(test_create_then_attach_sees_same_capacities)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *a = sbt_create(path, &p);
+	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	struct statebus_region *b = NULL;
 	char err[256];
 	ck_assert_int_eq(statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &b, err, sizeof(err)), SY_OK);
@@ -81,8 +80,7 @@ START_TEST(test_region_survives_creator_exit)
 	ck_assert_int_eq(statebus_worker_find(r, "http://a:1", &slot, &gen), SY_OK);
 	/* the dead creator's writer lock was released by the kernel */
 	ck_assert_int_eq(statebus_writer_lock(r, false), SY_OK);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -174,8 +172,7 @@ START_TEST(test_uninitialised_file_is_initialised_by_create_refused_by_attach)
 	struct statebus_params p = sbt_small();
 	r = sbt_create(path, &p);
 	ck_assert_uint_eq(statebus_workers_capacity(r), 8);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -194,9 +191,7 @@ END_TEST
 START_TEST(test_incarnation_bump_is_seen_by_other_handles)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *w = sbt_create(path, &p);
+	struct statebus_region *w = sbt_create_small(path, sizeof(path));
 	struct statebus_region *rd = sbt_create(path, NULL);
 	uint64_t before = statebus_region_incarnation(rd);
 	ck_assert_int_eq(statebus_writer_lock(w, true), SY_OK);
@@ -207,8 +202,7 @@ START_TEST(test_incarnation_bump_is_seen_by_other_handles)
 	statebus_writer_unlock(w);
 	ck_assert_int_eq(statebus_writer_lock(rd, false), SY_OK);
 	statebus_region_close(w);
-	statebus_region_close(rd);
-	statebus_region_destroy(path);
+	sbt_destroy(rd, path);
 }
 END_TEST
 
@@ -226,8 +220,7 @@ START_TEST(test_daemon_liveness_follows_pid_and_heartbeat)
 	ck_assert(statebus_daemon_live(r, now + 4000000000ull, 3000000000ull));
 	statebus_daemon_withdraw(r);
 	ck_assert(!statebus_daemon_live(r, now, 3000000000ull));
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -248,8 +241,7 @@ START_TEST(test_ptr_rejects_out_of_region_offsets)
 	statebus_counter_add(r, STATEBUS_COUNTERS_MAX, 5);
 	ck_assert_uint_eq(statebus_counter_get(r, 3), 5);
 	ck_assert_uint_eq(statebus_counter_get(r, STATEBUS_COUNTERS_MAX), 0);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -269,9 +261,5 @@ int main(void)
 	tcase_add_test(tc, test_daemon_liveness_follows_pid_and_heartbeat);
 	tcase_add_test(tc, test_ptr_rejects_out_of_region_offsets);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

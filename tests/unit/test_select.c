@@ -10,6 +10,7 @@
 #include "router/gen.h"
 #include "router/select.h"
 #include "router_fixture.h"
+#include "sy_check.h"
 
 static struct rfx fx;
 static struct sy_config cfg;
@@ -369,9 +370,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return sy_check_run(suite());
 }

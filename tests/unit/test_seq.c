@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "seq.h"
+#include "sy_check.h"
 
 struct drive {
 	struct statebus_stream s;
@@ -212,9 +213,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return sy_check_run(suite());
 }

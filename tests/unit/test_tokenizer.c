@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "common/tokenizer/tokenizer.h"
+#include "sy_check.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define SPAN(s) ((struct sy_chat_span){(s), sizeof(s) - 1})
@@ -444,9 +445,5 @@ int main(void)
 	tcase_add_test(k, test_bytes_kind_and_null_arguments);
 	suite_add_tcase(s, k);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

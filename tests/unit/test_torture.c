@@ -19,20 +19,13 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "sb_test.h"
+#include "torture.h"
 
 #define NREADERS 3
 #define NWORKERS 4
 #define NRANKS 4
 #define NROOTS 4
 #define BLOCK 256
-
-static unsigned torture_seconds(void)
-{
-	const char *s = getenv("SY_TORTURE_SECONDS");
-	unsigned v = s ? (unsigned)atoi(s) : 2;
-	return v ? v : 1;
-}
 
 static const uint64_t GOLD = UINT64_C(0x9e3779b97f4a7c15);
 
@@ -108,13 +101,12 @@ struct report {
 	char msg[200];
 };
 
-static int reader_main(const char *path, uint64_t end, int fd)
+static void __attribute__((noreturn)) reader_main(const char *path, uint64_t end, int fd)
 {
 	struct report rep = {0};
 	struct statebus_region *r = NULL;
 	int rc = 1;
-	if (statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &r, NULL, 0) != SY_OK ||
-	    statebus_proc_claim(r, STATEBUS_PROC_ROUTER, NULL) != SY_OK) {
+	if (!torture_attach(path, &r)) {
 		snprintf(rep.msg, sizeof(rep.msg), "attach/claim failed");
 		goto out;
 	}
@@ -174,9 +166,7 @@ static int reader_main(const char *path, uint64_t end, int fd)
 	}
 	rc = 0;
 out:
-	if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
-		rc = 2;
-	_exit(rc);
+	torture_report(fd, &rep, sizeof(rep), rc);
 }
 
 START_TEST(test_forked_readers_never_see_torn_records_or_reclaimed_blocks)
@@ -208,16 +198,9 @@ START_TEST(test_forked_readers_never_see_torn_records_or_reclaimed_blocks)
 	int fds[NREADERS];
 	pid_t pids[NREADERS];
 	for (int i = 0; i < NREADERS; i++) {
-		int pfd[2];
-		ck_assert_int_eq(pipe(pfd), 0);
-		pids[i] = fork();
-		ck_assert_int_ge(pids[i], 0);
-		if (pids[i] == 0) {
-			close(pfd[0]);
-			reader_main(path, end, pfd[1]);
-		}
-		close(pfd[1]);
-		fds[i] = pfd[0];
+		int wfd = torture_fork(&pids[i], &fds[i]);
+		if (wfd >= 0)
+			reader_main(path, end, wfd);
 	}
 	uint64_t iters = 0, retired = 0, freed = 0, enospc = 0;
 	uint32_t x = 2;
@@ -252,12 +235,7 @@ START_TEST(test_forked_readers_never_see_torn_records_or_reclaimed_blocks)
 	uint64_t total_brackets = 0;
 	for (int i = 0; i < NREADERS; i++) {
 		struct report rep = {0};
-		ssize_t n = read(fds[i], &rep, sizeof(rep));
-		close(fds[i]);
-		int st;
-		ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
-		ck_assert_msg(n == (ssize_t)sizeof(rep), "reader %d sent no report", i);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reader %d failed: %s", i, rep.msg);
+		torture_collect(i, pids[i], fds[i], &rep, sizeof(rep), rep.msg);
 		ck_assert_uint_gt(rep.brackets, 0);
 		ck_assert_uint_gt(rep.blocks, 0);
 		ck_assert_uint_gt(rep.loads, 0);
@@ -270,21 +248,11 @@ START_TEST(test_forked_readers_never_see_torn_records_or_reclaimed_blocks)
 		(unsigned long long)retired, (unsigned long long)freed, (unsigned long long)enospc);
 	ck_assert_uint_gt(retired, 1000);
 	ck_assert_uint_gt(freed, 1000);
-	statebus_region_close(w);
-	statebus_region_destroy(path);
+	sbt_destroy(w, path);
 }
 END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("torture");
-	TCase *tc = tcase_create("torture");
-	tcase_set_timeout(tc, (double)torture_seconds() * 4 + 20);
-	tcase_add_test(tc, test_forked_readers_never_see_torn_records_or_reclaimed_blocks);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return torture_run("torture", test_forked_readers_never_see_torn_records_or_reclaimed_blocks);
 }

@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "common/url.h"
+#include "sy_check.h"
 
 static const char *norm(const char *in, char *out, size_t cap)
 {
@@ -115,9 +116,5 @@ int main(void)
 	tcase_add_test(tc, test_small_output_buffer_is_enospc_never_overrun);
 	tcase_add_test(tc, test_input_need_not_be_nul_terminated);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }

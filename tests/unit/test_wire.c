@@ -9,6 +9,7 @@
 #include "common/mpcursor.h"
 #include "tests/unit/wire_golden.h"
 #include "wire.h"
+#include "sy_check.h"
 
 static struct sbd_kv_decoder dec;
 
@@ -304,9 +305,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return sy_check_run(suite());
 }

@@ -9,13 +9,12 @@
 
 #include "sb_test.h"
 #include "statebus/sb-int.h"
+#include "sy_check.h"
 
 START_TEST(test_add_find_read_roundtrip_and_duplicate_is_eexist)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *r = sbt_create(path, &p);
+	struct statebus_region *r = sbt_create_small(path, sizeof(path));
 	ck_assert_int_eq(statebus_writer_lock(r, true), SY_OK);
 	struct statebus_worker w = sbt_worker("http://10.0.0.1:30001", 2);
 	w.role = STATEBUS_WORKER_PREFILL;
@@ -52,17 +51,14 @@ START_TEST(test_add_find_read_roundtrip_and_duplicate_is_eexist)
 	w.dp_size = 5; /* > max_dp_ranks 4 */
 	ck_assert_int_eq(statebus_worker_update(r, slot, gen, &w), SY_EINVAL);
 	ck_assert_int_eq(statebus_worker_read(r, 99, &out), SY_EINVAL);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
 START_TEST(test_reused_slot_gets_new_generation_and_old_pick_is_invalid)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *r = sbt_create(path, &p);
+	struct statebus_region *r = sbt_create_small(path, sizeof(path));
 	ck_assert_int_eq(statebus_writer_lock(r, true), SY_OK);
 	struct statebus_worker w = sbt_worker("http://a:1", 1);
 	uint32_t slot, gen, s2, g2;
@@ -79,8 +75,7 @@ START_TEST(test_reused_slot_gets_new_generation_and_old_pick_is_invalid)
 	ck_assert(!statebus_worker_valid(r, slot, gen));
 	ck_assert(statebus_worker_valid(r, s2, g2));
 	ck_assert_int_eq(statebus_worker_remove(r, slot, gen), SY_ENOENT);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -102,8 +97,7 @@ START_TEST(test_workers_table_full_is_enospc)
 	ck_assert_int_eq(statebus_worker_add(r, &w, &slot, &gen), SY_ENOSPC);
 	struct statebus_worker bad = sbt_worker("", 1);
 	ck_assert_int_eq(statebus_worker_add(r, &bad, &slot, &gen), SY_EINVAL);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -124,9 +118,7 @@ END_TEST
 START_TEST(test_writer_killed_mid_update_leaves_no_valid_worker)
 {
 	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small();
-	struct statebus_region *r = sbt_create(path, &p);
+	struct statebus_region *r = sbt_create_small(path, sizeof(path));
 	ck_assert_int_eq(statebus_writer_lock(r, true), SY_OK);
 	struct statebus_worker w = sbt_worker("http://a:1", 1);
 	uint32_t slot, gen;
@@ -159,8 +151,7 @@ START_TEST(test_writer_killed_mid_update_leaves_no_valid_worker)
 	ck_assert(!statebus_worker_valid(r, slot, gen));
 	ck_assert_int_eq(statebus_worker_add(r, &w, &s2, &g2), SY_OK);
 	ck_assert_uint_gt(g2, gen + 1);
-	statebus_region_close(r);
-	statebus_region_destroy(path);
+	sbt_destroy(r, path);
 }
 END_TEST
 
@@ -174,9 +165,5 @@ int main(void)
 	tcase_add_test(tc, test_id_normalise_lowers_scheme_and_host_and_drops_trailing_slash);
 	tcase_add_test(tc, test_writer_killed_mid_update_leaves_no_valid_worker);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return sy_check_run(s);
 }
