@@ -82,10 +82,24 @@ static bool header_fn(void *ctx, const char *name, size_t len, struct router_spa
 	return true;
 }
 
+/* Preparation scratch of finished requests, handed to the next ones so
+ * the hot path does not malloc and free it per request (router_prepare
+ * resets a buffer before use). Per thread (a worker process has one);
+ * only buffers up to PREP_CACHE_MAX_BYTES are kept, so one huge request
+ * does not pin its memory. */
+#define PREP_CACHE_N 16
+#define PREP_CACHE_MAX_BYTES (256u * 1024u)
+
+static __thread struct prepare_buf prep_cache[PREP_CACHE_N];
+static __thread unsigned prep_cached;
+
 static void core_dispose(void *p)
 {
 	struct core_req *c = p;
-	prepare_buf_free(&c->buf);
+	if (prep_cached < PREP_CACHE_N && prepare_buf_bytes(&c->buf) <= PREP_CACHE_MAX_BYTES)
+		prep_cache[prep_cached++] = c->buf;
+	else
+		prepare_buf_free(&c->buf);
 }
 
 int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_prepared *out,
@@ -94,7 +108,10 @@ int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_
 	uint64_t t0 = out->t_start_ns ? out->t_start_ns : sy_mono_ns();
 	struct core_req *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), core_dispose);
 	memset(c, 0, sizeof(*c));
-	prepare_buf_init(&c->buf);
+	if (prep_cached > 0)
+		c->buf = prep_cache[--prep_cached];
+	else
+		prepare_buf_init(&c->buf);
 	out->core = c;
 	out->route = route;
 	enum route_kind kind = route == RT_ROUTE_COMPLETIONS ? ROUTE_COMPLETIONS
