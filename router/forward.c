@@ -97,11 +97,11 @@ static void guard_release(struct fwd *f)
 		statebus_inflight_release(rt_w.region, rt_w.proc_slot, f->guard_slot);
 }
 
-static void guard_acquire(struct fwd *f, uint32_t slot)
+static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 {
 	guard_release(f);
 	if (rt_w.region &&
-	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, slot, sy_mono_ns()) == SY_OK) {
+	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, slot, now_ns) == SY_OK) {
 		f->guard_slot = slot;
 		f->guard_held = true;
 	}
@@ -422,7 +422,7 @@ static bool try_retry(struct fwd *f, const char *msg)
 	struct rt_pick next;
 	struct rt_pick_error err = {0};
 	f->ex.slots[f->ex.n++] = f->pick.main.slot;
-	if (rt_select(f->gen, f->req, f->prep, &f->ex, &next, &err) != 0 || next.pd)
+	if (rt_select(f->gen, f->req, f->prep, &f->ex, 0, &next, &err) != 0 || next.pd)
 		return false;
 	sy_info("retrying on another worker after: %s", msg);
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
@@ -634,7 +634,10 @@ static void fwd_connect(struct fwd *f)
 {
 	const char *why = NULL;
 	f->attempts++;
-	uint64_t now = sy_mono_ns();
+	/* The selection's end stamp serves the first attempt; a retry reads
+	 * the clock. */
+	uint64_t now = f->pick.t_ns ? f->pick.t_ns : sy_mono_ns();
+	f->pick.t_ns = 0;
 	if (!rt_breaker_allow(rt_w.breakers, f->pick.main.slot, f->pick.main.gen,
 			      f->gen->cfg.router.cb_threshold,
 			      (uint64_t)f->gen->cfg.router.cb_cool_down_secs * 1000000000u, now,
@@ -650,7 +653,7 @@ static void fwd_connect(struct fwd *f)
 		rt_send_error(f->req, f->route, 502, "upstream_unreachable", why, NULL);
 		return;
 	}
-	guard_acquire(f, f->pick.main.slot);
+	guard_acquire(f, f->pick.main.slot, now);
 	f->head = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
 			     f->pick.pd ? f->pick.main.url : NULL);
 	f->t_dispatch = f->t_connect_start = now;

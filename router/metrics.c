@@ -1,6 +1,7 @@
 /* metrics.c — shared-mapping counters and the Prometheus exposition.
  *
- * Layout of the mapping (all uint64_t, relaxed atomics):
+ * Layout of the mapping (all uint64_t; relaxed atomic loads and stores, each
+ * row written by its one worker process):
  *   struct rt_metrics (header + label table)
  *   rows[procs]            struct rt_metrics_row
  *   worker_cells[procs][max_workers][RT_OUT_COUNT_]
@@ -82,7 +83,12 @@ struct rt_metrics *rt_metrics_create(unsigned procs, unsigned max_workers)
 	return m;
 }
 
-static inline void add(uint64_t *c, uint64_t v) { __atomic_fetch_add(c, v, __ATOMIC_RELAXED); }
+/* Single writer per row (metrics.h): a plain load + store, each atomic for
+ * the readers, instead of a locked add on the hot path. */
+static inline void add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
 static inline uint64_t get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
 
 static struct rt_metrics_row *row_of(struct rt_metrics *m, unsigned row)
@@ -171,8 +177,18 @@ void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
 	memcpy(key, policy ? policy : "", pl);
 	key[pl] = '\0';
 	memcpy(key + pl + 1, reason ? reason : "", rl);
-	/* intern compares len bytes + the NUL: pass the packed length. */
-	add(&r->decisions[intern_kind(m, 'd', key, pl + 1 + rl)], 1);
+	/* The same decision repeats request after request: try the label the
+	 * last decision interned before scanning the table (checked against
+	 * the table itself, so another mapping at the same address is safe). */
+	static __thread unsigned last_idx;
+	size_t kl = pl + 1 + rl;
+	const struct rt_label *l = &m->labels[last_idx];
+	if (!(last_idx < RT_METRICS_LABELS - 1 &&
+	      __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 2 && l->s[0] == 'd' &&
+	      l->s[1] == ':' && memcmp(l->s + 2, key, kl) == 0 && l->s[kl + 2] == '\0'))
+		/* intern compares len bytes + the NUL: pass the packed length. */
+		last_idx = intern_kind(m, 'd', key, kl);
+	add(&r->decisions[last_idx], 1);
 }
 
 void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code)

@@ -4,7 +4,8 @@
  * it forks, so every worker process (and every restarted one) sees the same
  * bytes; it dies with the router. Each worker process adds only to its own
  * row (index = worker index, kept across restarts so counters stay
- * monotonic), with relaxed atomic adds; /metrics, served by whichever
+ * monotonic), with single-writer adds (a relaxed atomic load and store, no
+ * locked read-modify-write: the row has one writer); /metrics, served by whichever
  * process gets the scrape, sums every row. Names and labels follow
  * reference/policy-defaults.md §10 with the `switchyard_` prefix.
  *

@@ -36,6 +36,8 @@ struct rt_pick {
 	char bucket[64];           /* bucket ID */
 	char policy[32];           /* policy of the deciding group */
 	char reason[64];           /* policy reason */
+	uint64_t t_ns;             /* monotonic clock when the selection ended, set
+				      by the caller (0 = unknown: read it) */
 };
 
 /* A refusal, ready to become the error response of DESIGN.md §9. */
@@ -57,6 +59,8 @@ struct rt_prepared {
 				      to the engine as "input_ids" (prepare.h,
 				      input_ids.h); borrowed from the core */
 	size_t n_input_ids;
+	uint64_t t_start_ns;       /* in: receipt time (0 = read the clock) */
+	uint64_t t_end_ns;         /* out: clock when preparation ended */
 };
 
 /* Workers a retry must avoid (slots). */
@@ -72,9 +76,10 @@ int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_
 	       struct rt_pick_error *err);
 
 /* Selects the engine(s) for a prepared request, skipping `ex` (may be
- * NULL). Returns 0 with `out` filled, or a negative sy_err with `err`. */
+ * NULL), at monotonic time `now_ns` (0 = read the clock). Returns 0 with
+ * `out` filled, or a negative sy_err with `err`. */
 int rt_select(struct rt_gen *g, h2o_req_t *req, struct rt_prepared *p, const struct rt_exclude *ex,
-	      struct rt_pick *out, struct rt_pick_error *err);
+	      uint64_t now_ns, struct rt_pick *out, struct rt_pick_error *err);
 
 /* Builds / frees the selection core's part of a generation. */
 int rt_sel_build(struct rt_gen *g, char *err, size_t errcap);

@@ -83,19 +83,36 @@ static bool header_fn(void *ctx, const char *name, size_t len, struct router_spa
 	return true;
 }
 
+/* Preparation scratch of finished requests, handed to the next ones so
+ * the hot path does not malloc and free it per request (router_prepare
+ * resets a buffer before use). Per thread (a worker process has one);
+ * only buffers up to PREP_CACHE_MAX_BYTES are kept, so one huge request
+ * does not pin its memory. */
+#define PREP_CACHE_N 16
+#define PREP_CACHE_MAX_BYTES (256u * 1024u)
+
+static __thread struct prepare_buf prep_cache[PREP_CACHE_N];
+static __thread unsigned prep_cached;
+
 static void core_dispose(void *p)
 {
 	struct core_req *c = p;
-	prepare_buf_free(&c->buf);
+	if (prep_cached < PREP_CACHE_N && prepare_buf_bytes(&c->buf) <= PREP_CACHE_MAX_BYTES)
+		prep_cache[prep_cached++] = c->buf;
+	else
+		prepare_buf_free(&c->buf);
 }
 
 int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_prepared *out,
 	       struct rt_pick_error *err)
 {
-	uint64_t t0 = sy_mono_ns();
+	uint64_t t0 = out->t_start_ns ? out->t_start_ns : sy_mono_ns();
 	struct core_req *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), core_dispose);
 	memset(c, 0, sizeof(*c));
-	prepare_buf_init(&c->buf);
+	if (prep_cached > 0)
+		c->buf = prep_cache[--prep_cached];
+	else
+		prepare_buf_init(&c->buf);
 	out->core = c;
 	out->route = route;
 	enum route_kind kind = route == RT_ROUTE_COMPLETIONS ? ROUTE_COMPLETIONS
@@ -105,7 +122,8 @@ int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_
 	router_error_clear(&re);
 	int rc = router_prepare(&g->sel->prepare, kind, req->entity.base, req->entity.len, header_fn,
 				req, &c->buf, &c->pr, &re);
-	out->prepare_ns = sy_mono_ns() - t0;
+	out->t_end_ns = sy_mono_ns();
+	out->prepare_ns = out->t_end_ns - t0;
 	if (rc != 0) {
 		from_router_error(req, &re, err);
 		return rc;
@@ -117,12 +135,22 @@ int rt_prepare(struct rt_gen *g, enum rt_route route, h2o_req_t *req, struct rt_
 	return 0;
 }
 
+/* Copies `src` (NULL = "") into dst[cap], truncated, NUL-terminated: the
+ * hot path's snprintf(dst, cap, "%s", src) without the formatter. */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = src != NULL ? strnlen(src, cap - 1) : 0;
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 static void copy_target(struct rt_target *t, const struct selected_worker *w)
 {
 	t->slot = w->slot;
 	t->gen = w->generation;
 	t->bootstrap_port = w->bootstrap_port;
-	snprintf(t->url, sizeof(t->url), "%s", w->id);
+	copy_str(t->url, sizeof(t->url), w->id);
 }
 
 static bool excluded(const struct rt_exclude *ex, uint32_t slot)
@@ -134,8 +162,10 @@ static bool excluded(const struct rt_exclude *ex, uint32_t slot)
 }
 
 int rt_select(struct rt_gen *g, h2o_req_t *req, struct rt_prepared *p, const struct rt_exclude *ex,
-	      struct rt_pick *out, struct rt_pick_error *err)
+	      uint64_t now_ns, struct rt_pick *out, struct rt_pick_error *err)
 {
+	if (now_ns == 0)
+		now_ns = sy_mono_ns();
 	struct core_req *c = p->core;
 	struct selection sel;
 	struct router_error re;
@@ -144,7 +174,7 @@ int rt_select(struct rt_gen *g, h2o_req_t *req, struct rt_prepared *p, const str
 	 * getting an excluded worker. */
 	for (int attempt = 0; attempt < (ex && ex->n ? 4 : 1); attempt++) {
 		router_error_clear(&re);
-		int rc = router_select(g->sel, rt_w.region, &c->pr, sy_mono_ns(), &sel, &re);
+		int rc = router_select(g->sel, rt_w.region, &c->pr, now_ns, &sel, &re);
 		struct router_cache_totals cd;
 		if (router_gen_cache_delta(g->sel, &cd))
 			rt_metrics_cache(rt_w.metrics, rt_w.index, &cd);
@@ -159,9 +189,9 @@ int rt_select(struct rt_gen *g, h2o_req_t *req, struct rt_prepared *p, const str
 		copy_target(&out->main, &sel.worker);
 		if (sel.pd)
 			copy_target(&out->prefill, &sel.prefill);
-		snprintf(out->bucket, sizeof(out->bucket), "%s", sel.bucket_id ? sel.bucket_id : "");
-		snprintf(out->policy, sizeof(out->policy), "%s", sel.policy ? sel.policy : "");
-		snprintf(out->reason, sizeof(out->reason), "%s", sel.reason ? sel.reason : "");
+		copy_str(out->bucket, sizeof(out->bucket), sel.bucket_id);
+		copy_str(out->policy, sizeof(out->policy), sel.policy);
+		copy_str(out->reason, sizeof(out->reason), sel.reason);
 		return 0;
 	}
 	err->status = 503;

@@ -33,6 +33,13 @@ void prepare_buf_free(struct prepare_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+size_t prepare_buf_bytes(const struct prepare_buf *b)
+{
+	return b->text.cap + b->tokens.cap * sizeof(*b->tokens.ids) +
+	       b->cap_msgs * sizeof(struct prep_msg) + b->cap_items * sizeof(struct prep_item) +
+	       b->cap_chat * sizeof(*b->chat);
+}
+
 static void buf_reset(struct prepare_buf *b)
 {
 	sy_textbuf_reset(&b->text);

@@ -197,6 +197,10 @@ struct prepare_buf {
 void prepare_buf_init(struct prepare_buf *b);
 void prepare_buf_free(struct prepare_buf *b);
 
+/* Bytes of heap `b` holds (its capacities), for callers that keep
+ * buffers around for reuse. */
+size_t prepare_buf_bytes(const struct prepare_buf *b);
+
 /* Prepares `len` bytes of `body` (borrowed) for `route`. Headers come from
  * `header(header_ctx, ...)` (may be NULL: no headers). On success fills *out
  * (borrowing from buf, body and header storage) and returns 0. On failure

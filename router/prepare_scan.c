@@ -965,6 +965,72 @@ static void yajl_reason(yajl_handle h, const char *body, size_t len, char *out, 
 		yajl_free_error(h, e);
 }
 
+/* ---- parser memory ---------------------------------------------------------------- */
+
+/* yajl 2.1 has no reset: a handle is allocated per parse (the handle, its
+ * lexer, byte stack and buffer). Those allocations are served from a
+ * per-thread bump arena that is rewound at the start of every scan (one
+ * parse at a time per thread), so the hot path does no malloc/free for
+ * the parser; a parse that needs more than the arena (deep nesting, long
+ * escaped strings) falls back to malloc for the overflow. Each block has
+ * a size header so realloc can copy. */
+#define SCAN_ARENA_BYTES 16384
+
+struct scan_arena {
+	size_t used;
+	_Alignas(16) unsigned char mem[SCAN_ARENA_BYTES];
+};
+
+static __thread struct scan_arena scan_arena;
+
+struct arena_hdr {
+	size_t size;
+	size_t pad; /* keeps the block 16-byte aligned */
+};
+
+static bool in_arena(const void *p)
+{
+	const unsigned char *c = p;
+	return c >= scan_arena.mem && c < scan_arena.mem + SCAN_ARENA_BYTES;
+}
+
+static void *arena_malloc(void *ctx, size_t sz)
+{
+	(void)ctx;
+	size_t need = sizeof(struct arena_hdr) + ((sz + 15) & ~(size_t)15);
+	if (sz <= SCAN_ARENA_BYTES && need <= SCAN_ARENA_BYTES - scan_arena.used) {
+		struct arena_hdr *h = (struct arena_hdr *)(scan_arena.mem + scan_arena.used);
+		scan_arena.used += need;
+		h->size = sz;
+		return h + 1;
+	}
+	return malloc(sz);
+}
+
+static void arena_free(void *ctx, void *p)
+{
+	(void)ctx;
+	if (p != NULL && !in_arena(p))
+		free(p);
+}
+
+static void *arena_realloc(void *ctx, void *p, size_t sz)
+{
+	if (p == NULL)
+		return arena_malloc(ctx, sz);
+	if (!in_arena(p))
+		return realloc(p, sz);
+	size_t old = ((struct arena_hdr *)p - 1)->size;
+	if (sz <= old)
+		return p;
+	void *q = arena_malloc(ctx, sz);
+	if (q != NULL)
+		memcpy(q, p, old);
+	return q;
+}
+
+static yajl_alloc_funcs arena_funcs = {arena_malloc, arena_realloc, arena_free, NULL};
+
 int prepare_scan(enum route_kind route, const char *body, size_t len, struct prepare_buf *buf,
 		 struct prep_result *res, struct router_error *err)
 {
@@ -980,7 +1046,8 @@ int prepare_scan(enum route_kind route, const char *body, size_t len, struct pre
 	s.buf = buf;
 	s.res = res;
 	s.err = err;
-	s.h = yajl_alloc(&callbacks, NULL, &s);
+	scan_arena.used = 0; /* the previous scan's handle is freed */
+	s.h = yajl_alloc(&callbacks, &arena_funcs, &s);
 	if (s.h == NULL)
 		return SY_ENOMEM;
 

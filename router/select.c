@@ -37,7 +37,10 @@ static void copy_worker(struct selected_worker *dst, const struct engine_candida
 	dst->slot = c->slot;
 	dst->generation = c->generation;
 	dst->bootstrap_port = c->bootstrap_port;
-	snprintf(dst->id, sizeof(dst->id), "%s", c->id);
+	/* snprintf(dst->id, …, "%s", c->id) without the formatter (hot path) */
+	size_t n = strnlen(c->id, sizeof(dst->id) - 1);
+	memcpy(dst->id, c->id, n);
+	dst->id[n] = '\0';
 }
 
 static int model_len(const struct pick_request *req)

@@ -72,9 +72,17 @@ h2o_iovec_t rt_request_id(h2o_req_t *req)
 		 * travels upstream and back). */
 		h2o_delete_header(&req->headers, i);
 	}
-	/* "sy-<pid>-<seq>-<8 hex>", formatted by hand (hot path). */
+	/* "sy-<pid>-<seq>-<8 hex>", formatted by hand (hot path). The hex
+	 * part comes from a xorshift generator seeded from the clock once per
+	 * process (pid and sequence already make the ID unique). */
+	static uint64_t rng;
+	if (rng == 0)
+		rng = (sy_mono_ns() ^ ((uint64_t)rt_w.pid << 32)) | 1;
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
 	char *buf = h2o_mem_alloc_pool(&req->pool, 64), *w = buf;
-	uint32_t rnd = (uint32_t)(sy_mono_ns() * 2654435761u);
+	uint32_t rnd = (uint32_t)(rng >> 32);
 	memcpy(w, "sy-", 3);
 	w += 3;
 	w = put_dec(w, (uint64_t)rt_w.pid);

@@ -28,12 +28,14 @@ int rt_route_infer(h2o_req_t *req, enum rt_route route)
 
 	struct rt_prepared *prep = h2o_mem_alloc_pool(&req->pool, sizeof(*prep));
 	memset(prep, 0, sizeof(*prep));
+	prep->t_start_ns = t0; /* one clock read for receipt and prepare start */
 	struct rt_pick_error err = {0};
 	if (rt_prepare(g, route, req, prep, &err) != 0)
 		return rt_send_error(req, route, err.status, err.code, err.message, err.details_json);
-	uint64_t t1 = sy_mono_ns();
+	uint64_t t1 = prep->t_end_ns;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PREPARE,
 			 prep->prepare_ns ? prep->prepare_ns : t1 - t0);
+	bool rewritten = false; /* time passed since t1 */
 	if (prep->tokenize_ns)
 		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_TOKENIZE, prep->tokenize_ns);
 	if (prep->hash_ns)
@@ -52,20 +54,24 @@ int rt_route_infer(h2o_req_t *req, enum rt_route route)
 		}
 		if (rc == 0)
 			body = nb;
+		rewritten = true;
 	}
 
 	if (prep->input_ids != NULL &&
 	    rt_input_ids_body(&req->pool, body, prep->input_ids, prep->n_input_ids, &body) != 0)
 		return rt_send_error(req, route, 500, "internal_error",
 				     "cannot add input_ids to the request", NULL);
+	if (prep->input_ids != NULL)
+		rewritten = true;
 
 	struct rt_pick pick;
-	uint64_t t2 = sy_mono_ns();
-	if (rt_select(g, req, prep, NULL, &pick, &err) != 0) {
+	uint64_t t2 = rewritten ? sy_mono_ns() : t1;
+	if (rt_select(g, req, prep, NULL, t2, &pick, &err) != 0) {
 		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
 		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err.code);
 		return rt_send_error(req, route, err.status, err.code, err.message, err.details_json);
 	}
-	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
+	pick.t_ns = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, pick.t_ns - t2);
 	return rt_forward_start(req, g, route, prep, &pick, body, t0);
 }

@@ -26,8 +26,9 @@ grep -qi '^x-switchyard-bucket: ' "$T/h" || rt_fail "no x-switchyard-bucket"
 grep -qi '^x-switchyard-reason: ' "$T/h" || rt_fail "no x-switchyard-reason"
 rt_json 'd["object"] == "chat.completion" and d["usage"]["completion_tokens"] == 5' <"$T/b" >/dev/null
 
-# Both workers serve (two requests in a row on one connection rotate or spread).
-for i in 1 2 3 4 5 6; do curl -fsS -D - -o /dev/null -d "$chat" "$RURL/v1/chat/completions"; done \
+# Both workers serve. With no load, power_of_two breaks ties at random, so
+# ask 32 times: all on one worker has probability 2^-31.
+for i in $(seq 32); do curl -fsS -D - -o /dev/null -d "$chat" "$RURL/v1/chat/completions"; done \
   | grep -i '^x-switchyard-worker' | sort -u | wc -l | grep -q 2 || rt_fail "only one worker served"
 
 # Streamed chat: SSE frames, final [DONE].
