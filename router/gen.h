@@ -91,10 +91,13 @@ struct router_gen {
 /* Builds a generation from a finished configuration (sy_config_finish done).
  * Opens the tokenizer, builds buckets (or the catch-all), resolves each
  * group's policy (type, N, admission; omitted keys come from the top-level
- * policy), and refuses what selection cannot do yet. On success *out has
- * one reference. Errors (err filled, *out NULL): SY_ECONFIG (e.g. "buckets[1]
- * .groups.plain.policy.type: policy sticky arrives with issue 6"),
- * SY_EUNSUPPORTED (tokenizer kind not built), SY_ENOMEM. */
+ * policy), and refuses combinations selection cannot run (cache_aware on a
+ * decode group, affinity or pressure-guard keys on groups without the
+ * policy that reads them). On success *out has one reference. Errors (err
+ * filled, *out NULL): SY_ECONFIG (e.g. "buckets[1].groups.decode.policy.type:
+ * cache_aware refuses decode groups; use power_of_n"), SY_EUNSUPPORTED (the
+ * tokenizer cannot be opened: unsupported tokenizer.json component or chat
+ * template), SY_ENOMEM. */
 int router_gen_build(const struct sy_config *cfg, uint64_t number, struct router_gen **out,
 		     struct sy_config_error *err);
 

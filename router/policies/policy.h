@@ -151,9 +151,7 @@ int policy_kind_parse(const char *name, enum policy_kind *kind, uint32_t *n_choi
 
 const char *policy_kind_name(enum policy_kind k);
 
-/* Initialises `p` for `kind` at `stage`. Returns 0; SY_EUNSUPPORTED for the
- * kinds not built yet (*why: "policy sticky arrives with issue 6");
- * SY_EINVAL when n_choices is 0 for power_of_n or for cache_aware on a
+/* Initialises `p` for `kind` at `stage`. Returns 0; SY_EINVAL when n_choices is 0 for power_of_n or for cache_aware on a
  * decode stage; SY_ENOMEM. cache_aware starts with the reference defaults
  * and the local source (cache_aware_configure() changes them). */
 int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage,
