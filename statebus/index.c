@@ -302,6 +302,13 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 	for (size_t i = 1; i < n && na > 0; i++) {
 		if (i + IDX_PF_DIST < n)
 			__builtin_prefetch(&w.buckets[bucket_no(hashes[i + IDX_PF_DIST], w.mask)], 0, 1);
+		if (i + IDX_PF_DIST / 2 < n) {
+			/* its bucket word was prefetched IDX_PF_DIST / 2 blocks ago */
+			uint32_t h = CMM_LOAD_SHARED(
+				w.buckets[bucket_no(hashes[i + IDX_PF_DIST / 2], w.mask)]);
+			if (h != 0 && h <= w.node_cap)
+				__builtin_prefetch(&w.nodes[h], 0, 1);
+		}
 		c = walk_child(&w, &w.buckets[bucket_no(hashes[i], w.mask)], parent, hashes[i]);
 		if (c == 0)
 			break;
