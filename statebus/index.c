@@ -284,7 +284,7 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 	size_t cnt = 0;
 	statebus_read_enter(r);
 	for (size_t i = 0; i < n && i < IDX_PF_DIST; i++)
-		__builtin_prefetch(&w.buckets[bucket_no(hashes[i], w.mask)], 0, 1);
+		__builtin_prefetch(&w.buckets[bucket_no(hashes[i], w.mask)], 0, 3);
 	uint32_t c = walk_child(&w, &w.buckets[bucket_no(hashes[0], w.mask)], 0, hashes[0]);
 	int k = c != 0 ? read_owners(r, c, own, IDX_READ_OWNERS) : -1;
 	for (int x = 0; x < k && cnt < cap; x++) {
@@ -301,13 +301,13 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 	uint32_t parent = c;
 	for (size_t i = 1; i < n && na > 0; i++) {
 		if (i + IDX_PF_DIST < n)
-			__builtin_prefetch(&w.buckets[bucket_no(hashes[i + IDX_PF_DIST], w.mask)], 0, 1);
+			__builtin_prefetch(&w.buckets[bucket_no(hashes[i + IDX_PF_DIST], w.mask)], 0, 3);
 		if (i + IDX_PF_DIST / 2 < n) {
 			/* its bucket word was prefetched IDX_PF_DIST / 2 blocks ago */
 			uint32_t h = CMM_LOAD_SHARED(
 				w.buckets[bucket_no(hashes[i + IDX_PF_DIST / 2], w.mask)]);
 			if (h != 0 && h <= w.node_cap)
-				__builtin_prefetch(&w.nodes[h], 0, 1);
+				__builtin_prefetch(&w.nodes[h], 0, 3);
 		}
 		c = walk_child(&w, &w.buckets[bucket_no(hashes[i], w.mask)], parent, hashes[i]);
 		if (c == 0)
