@@ -23,6 +23,15 @@
  * owner set of a live node never loses memory a reader may be reading.
  * Memory per indexed block with one owner: 64 B node + 4 B bucket.
  *
+ * Match walk (statebus_index_match): the whole chain is known up front, so
+ * the bucket words of the blocks IDX_PF_DIST ahead are prefetched while the
+ * current block is resolved; the table bases are loaded once per walk. The
+ * first node's current owners become the alive set; each later node is
+ * checked only for the alive owners (no copy of its owner set), the
+ * overflow chain is left as soon as every alive owner is found, and the
+ * walk ends when none is left. Per block: one bucket word, the node line
+ * and, only while an alive owner is still unfound, its overflow records.
+ *
  * Writer-only bookkeeping (in the header's index section and in node
  * fields readers never read): the child count; an LRU list (lru_prev /
  * lru_next); the free list and the retire FIFO (both through lru_next).
@@ -75,6 +84,7 @@
 /* Overflow records a reader follows per node. */
 #define IDX_READ_OVF ((IDX_READ_OWNERS + SB_INDEX_OVF_OWNERS - 1) / SB_INDEX_OVF_OWNERS + 1)
 #define STAMP_PENDING UINT64_MAX
+
 
 /* ------------------------------------------------------------ accessors */
 
@@ -159,6 +169,102 @@ static bool owner_current(const struct statebus_region *r, sb_index_owner o)
 
 /* ---------------------------------------------------------------- readers */
 
+/* Match walk prefetch distance (blocks ahead): the bucket words of the next
+ * blocks are known from the chain alone, so their loads overlap the
+ * current block's work. */
+#define IDX_PF_DIST 8
+
+/* Bucket number of `hash` (bucket_at() without the table base). */
+static inline uint64_t bucket_no(int64_t hash, uint64_t mask)
+{
+	uint64_t x = (uint64_t)hash;
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	return x & mask;
+}
+
+/* The tables of one match walk, loaded once (the header's geometry never
+ * changes while a region is mapped). */
+struct match_walk {
+	const uint32_t *buckets;
+	uint64_t mask;
+	const struct sb_index_node *nodes;
+	const struct sb_index_ovf *ovf;
+	uint32_t node_cap, ovf_cap;
+};
+
+/* find_child() on the walk's tables, from bucket word *b. */
+static inline uint32_t walk_child(const struct match_walk *w, const uint32_t *b, uint32_t parent,
+				  int64_t hash)
+{
+	uint32_t i = load_acq(b);
+	for (uint32_t steps = 0; i != 0 && i <= w->node_cap && steps <= w->node_cap; steps++) {
+		const struct sb_index_node *n = &w->nodes[i];
+		if (CMM_LOAD_SHARED(n->hash) == hash && CMM_LOAD_SHARED(n->parent) == parent)
+			return i;
+		i = load_acq(&n->hnext);
+	}
+	return 0;
+}
+
+/* Match step on node c for the alive entries want[0..na) (owner words
+ * without tiers), under c's seqlock: tiers[a] receives the tiers of the
+ * owner word equal to want[a] (the first one), 0 when c has none. Considers
+ * the owners read_owners() would (first IDX_READ_OWNERS non-free words,
+ * IDX_READ_OVF overflow records); stops reading once every alive entry is
+ * found. Returns the number of entries found, or -1 when c stayed
+ * mid-update. */
+static int match_step(const struct match_walk *w, uint32_t c, const sb_index_owner *want,
+		      uint32_t na, uint8_t *tiers)
+{
+	const struct sb_index_node *n = &w->nodes[c];
+	const sb_index_owner key_mask = ~(UINT64_C(0xf) << 60);
+	for (int tries = 0; tries < SB_SEQ_RETRIES; tries++) {
+		uint32_t s;
+		if (!sb_seq_read_begin(&n->seq, &s)) {
+			caa_cpu_relax();
+			continue;
+		}
+		memset(tiers, 0, na);
+		uint32_t found = 0;
+		int seen = 0;
+		sb_index_owner o = CMM_LOAD_SHARED(n->own0);
+		if (SB_OWN_TIERS(o)) {
+			seen++;
+			for (uint32_t a = 0; a < na; a++)
+				if (want[a] == (o & key_mask)) {
+					tiers[a] = (uint8_t)SB_OWN_TIERS(o);
+					found++;
+					break;
+				}
+		}
+		uint32_t j = CMM_LOAD_SHARED(n->ovf);
+		for (int steps = 0; found < na && j != 0 && j <= w->ovf_cap && steps < IDX_READ_OVF;
+		     steps++) {
+			const struct sb_index_ovf *rec = &w->ovf[j];
+			for (int x = 0; x < SB_INDEX_OVF_OWNERS; x++) {
+				o = CMM_LOAD_SHARED(rec->own[x]);
+				if (SB_OWN_TIERS(o) == 0 || seen >= IDX_READ_OWNERS)
+					continue;
+				seen++;
+				for (uint32_t a = 0; a < na; a++)
+					if (want[a] == (o & key_mask)) {
+						if (tiers[a] == 0) {
+							tiers[a] = (uint8_t)SB_OWN_TIERS(o);
+							found++;
+						}
+						break;
+					}
+			}
+			j = CMM_LOAD_SHARED(rec->next);
+		}
+		if (!sb_seq_read_retry(&n->seq, s))
+			return (int)found;
+	}
+	return -1;
+}
+
 int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_t n,
 			 struct statebus_index_match *out, size_t cap)
 {
@@ -166,45 +272,60 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 		return SY_EINVAL;
 	if (n == 0 || cap == 0)
 		return 0;
-	sb_index_owner own[IDX_READ_OWNERS];
+	const struct statebus_hdr *hd = r->hdr;
+	const struct match_walk w = {
+		.buckets = sb_table(r, SB_T_IBUCKETS), .mask = hd->index_buckets - 1,
+		.nodes = inode(r, 0), .ovf = iovf(r, 0),
+		.node_cap = hd->index_nodes, .ovf_cap = hd->index_overflow};
+	sb_index_owner own[IDX_READ_OWNERS]; /* first node's owners; then wanted words */
+	uint32_t alive[IDX_READ_OWNERS];     /* out[] entries still matching */
+	uint8_t tiers[IDX_READ_OWNERS];
+	uint32_t na = 0;
 	size_t cnt = 0;
-	uint32_t parent = 0;
 	statebus_read_enter(r);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t c = find_child(r, parent, hashes[i]);
+	for (size_t i = 0; i < n && i < IDX_PF_DIST; i++)
+		__builtin_prefetch(&w.buckets[bucket_no(hashes[i], w.mask)], 0, 3);
+	uint32_t c = walk_child(&w, &w.buckets[bucket_no(hashes[0], w.mask)], 0, hashes[0]);
+	int k = c != 0 ? read_owners(r, c, own, IDX_READ_OWNERS) : -1;
+	for (int x = 0; x < k && cnt < cap; x++) {
+		if (!owner_current(r, own[x]))
+			continue;
+		out[cnt] = (struct statebus_index_match){
+			.worker = SB_OWN_WORKER(own[x]), .worker_gen = SB_OWN_GEN(own[x]),
+			.rank = SB_OWN_RANK(own[x]), .depth = 1, .tiers = SB_OWN_TIERS(own[x])};
+		alive[na] = (uint32_t)cnt;
+		own[na++] = SB_OWN(out[cnt].worker_gen, out[cnt].worker, out[cnt].rank, 0);
+		cnt++;
+	}
+	/* own[0..na): the owner word (without tiers) each alive entry wants */
+	uint32_t parent = c;
+	for (size_t i = 1; i < n && na > 0; i++) {
+		if (i + IDX_PF_DIST < n)
+			__builtin_prefetch(&w.buckets[bucket_no(hashes[i + IDX_PF_DIST], w.mask)], 0, 3);
+		if (i + IDX_PF_DIST / 2 < n) {
+			/* its bucket word was prefetched IDX_PF_DIST / 2 blocks ago */
+			uint32_t h = CMM_LOAD_SHARED(
+				w.buckets[bucket_no(hashes[i + IDX_PF_DIST / 2], w.mask)]);
+			if (h != 0 && h <= w.node_cap)
+				__builtin_prefetch(&w.nodes[h], 0, 3);
+		}
+		c = walk_child(&w, &w.buckets[bucket_no(hashes[i], w.mask)], parent, hashes[i]);
 		if (c == 0)
 			break;
-		int k = read_owners(r, c, own, IDX_READ_OWNERS);
-		if (k < 0)
-			break;
-		size_t alive = 0;
-		if (i == 0) {
-			for (int x = 0; x < k && cnt < cap; x++) {
-				if (!owner_current(r, own[x]))
-					continue;
-				out[cnt++] = (struct statebus_index_match){
-					.worker = SB_OWN_WORKER(own[x]), .worker_gen = SB_OWN_GEN(own[x]),
-					.rank = SB_OWN_RANK(own[x]), .depth = 1,
-					.tiers = SB_OWN_TIERS(own[x])};
-			}
-			alive = cnt;
-		} else {
-			for (size_t e = 0; e < cnt; e++) {
-				if (out[e].depth != i)
-					continue;
-				sb_index_owner want = SB_OWN(out[e].worker_gen, out[e].worker, out[e].rank, 0);
-				for (int x = 0; x < k; x++) {
-					if ((own[x] & ~(UINT64_C(0xf) << 60)) == want) {
-						out[e].depth = (uint32_t)i + 1;
-						out[e].tiers = SB_OWN_TIERS(own[x]);
-						alive++;
-						break;
-					}
-				}
-			}
+		int found = match_step(&w, c, own, na, tiers);
+		if (found <= 0)
+			break; /* mid-update: depths as found; or nobody left */
+		uint32_t m = 0;
+		for (uint32_t a = 0; a < na; a++) {
+			if (tiers[a] == 0)
+				continue;
+			struct statebus_index_match *e = &out[alive[a]];
+			e->depth = (uint32_t)i + 1;
+			e->tiers = tiers[a];
+			alive[m] = alive[a];
+			own[m++] = own[a];
 		}
-		if (alive == 0)
-			break;
+		na = m;
 		parent = c;
 	}
 	statebus_read_leave(r);

@@ -336,7 +336,20 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->url = NULL;
 		d->blocks = cap_blocks(x->depth, m->n_ids);
 	}
-	qsort(e->depths, e->n_depths, sizeof(*e->depths), cmp_slot);
+	if (e->n_depths <= 32) {
+		/* a few owners (the usual case): stable insertion sort, no qsort call */
+		for (uint32_t a = 1; a < e->n_depths; a++) {
+			struct prefix_depth x = e->depths[a];
+			uint32_t b = a;
+			while (b > 0 && e->depths[b - 1].slot > x.slot) {
+				e->depths[b] = e->depths[b - 1];
+				b--;
+			}
+			e->depths[b] = x;
+		}
+	} else {
+		qsort(e->depths, e->n_depths, sizeof(*e->depths), cmp_slot);
+	}
 	uint32_t w = 0;
 	for (uint32_t i = 0; i < e->n_depths; i++) {
 		if (w > 0 && e->depths[w - 1].slot == e->depths[i].slot &&

@@ -5,17 +5,22 @@
  * The SGLang block-hash chain (common/blockhash.h) costs one SHA-256 per
  * page; requests that reach a cache-aware router share prefixes by nature
  * (system prompts, earlier turns), so most pages of most prompts were hashed
- * before by the same process. The memo keys each page by its parent's full
- * 32-byte digest (none for an unseeded first page), the XXH3-128 of the
- * page's token bytes (seeded per process from getrandom, so crafted
- * collisions are impractical), the unit count and the mode; a hit returns
- * the stored digest, which is the parent of the next page. A result equals
- * sy_blockhash_chain()'s (test_cache_source.c checks it page for page).
+ * before by the same process. The memo keys page k by a 128-bit prefix key
+ * standing for pages 0..k and the mode (block size, bigram, seed):
+ * key[k] = key[k−1] × C + XXH3-128(page k's token bytes) mod 2^128, with a
+ * per-process random XXH3 seed and odd C (getrandom), so crafted collisions
+ * are impractical; a hit returns the stored digest. On top, a prompt
+ * shortcut: XXH3-128 of the whole token array (and mode) → the ids of a
+ * prompt seen before, so an exact repeat is one long hash and one copy.
+ * A result equals sy_blockhash_chain()'s (test_cache_source.c checks it
+ * page for page).
  *
  * Bounds and concurrency: a fixed table of `entries` (rounded up to a power
- * of two, ≥ 64) in 4-way sets, least recently used way replaced; ~96 bytes
- * per entry, allocated once at creation, never grown. Process-local and
- * single-threaded (router processes have one event loop): no locks. A
+ * of two, ≥ 64) in 4-way sets (the set's keys in one cache line), least
+ * recently used way replaced; 52 bytes per entry, plus one prompt record
+ * per 256 entries (ids of prompts up to 1,024 pages, 8 KiB each once used);
+ * allocated at creation or a record's first use, never grown. Process-local
+ * and single-threaded (router processes have one event loop): no locks. A
  * generation (router/gen.h) owns one when it has a cache_aware group.
  */
 #ifndef SY_ROUTER_POLICIES_DIGEST_MEMO_H
@@ -27,7 +32,7 @@
 
 #include "common/blockhash.h"
 
-#define DIGEST_MEMO_DEFAULT_ENTRIES 65536u /* ≈ 6 MiB: 256 prompts of 4k tokens */
+#define DIGEST_MEMO_DEFAULT_ENTRIES 65536u /* ≈ 3.3 MiB (+ ≤ 2 MiB prompts): 256 prompts of 4k tokens */
 
 struct digest_memo;
 
@@ -36,6 +41,7 @@ struct digest_memo_stats {
 	uint64_t hits;      /* pages served from the memo */
 	uint64_t misses;    /* pages hashed with SHA-256 (and stored) */
 	uint64_t evictions; /* stored pages that replaced a valid entry */
+	uint64_t prompt_hits; /* chains served whole by the prompt shortcut */
 	size_t entries;     /* table capacity */
 };
 

@@ -74,6 +74,48 @@ START_TEST(test_digest_memo_chain_equals_plain_chain_with_shared_prefixes)
 }
 END_TEST
 
+/* The prompt shortcut and the prefix keys: a repeated prompt is served
+ * whole, but never across modes (block size, bigram, salt) nor for a prompt
+ * that differs anywhere, even in its last token; every result equals the
+ * plain chain. */
+START_TEST(test_digest_memo_prompt_shortcut_keeps_modes_apart)
+{
+	enum { N = 300 };
+	static uint32_t tok[N];
+	static int64_t want[N], got[N];
+	struct digest_memo *m;
+	ck_assert_int_eq(digest_memo_create(0, &m), SY_OK);
+	for (size_t i = 0; i < N; i++)
+		tok[i] = (uint32_t)((i * 40503u) % 151936u);
+	struct sy_blockhash_params ps[5];
+	sy_blockhash_params_init(&ps[0], 16, false, NULL, 0);
+	sy_blockhash_params_init(&ps[1], 16, true, NULL, 0);
+	sy_blockhash_params_init(&ps[2], 16, false, "s", 1);
+	sy_blockhash_params_init(&ps[3], 8, false, NULL, 0);
+	sy_blockhash_params_init(&ps[4], 32, false, NULL, 0);
+	struct digest_memo_stats st;
+	for (int round = 0; round < 3; round++) {
+		for (size_t k = 0; k < 5; k++) {
+			for (size_t n = N - 1; n <= N; n++) { /* a prompt and its one-token-shorter twin */
+				tok[N - 1] = (uint32_t)round; /* rounds differ in the last token only */
+				ssize_t a = sy_blockhash_chain(tok, n, &ps[k], want, N, NULL);
+				ssize_t b = digest_memo_chain(m, tok, n, &ps[k], got, N);
+				ck_assert_int_eq(a, b);
+				ck_assert_mem_eq(want, got, (size_t)a * sizeof(int64_t));
+				b = digest_memo_chain(m, tok, n, &ps[k], got, N); /* again: the shortcut */
+				ck_assert_int_eq(a, b);
+				ck_assert_mem_eq(want, got, (size_t)a * sizeof(int64_t));
+			}
+		}
+	}
+	digest_memo_get_stats(m, &st);
+	/* every second call is a repeat; the shorter twins repeat across rounds too */
+	ck_assert_uint_ge(st.prompt_hits, 3 * 5 * 2);
+	ck_assert_uint_gt(st.misses, 0);
+	digest_memo_destroy(m);
+}
+END_TEST
+
 START_TEST(test_digest_memo_golden_and_repeat_hits)
 {
 	struct digest_memo *m;
@@ -601,6 +643,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_digest_memo_chain_equals_plain_chain_with_shared_prefixes);
 	tcase_add_test(tc, test_digest_memo_golden_and_repeat_hits);
+	tcase_add_test(tc, test_digest_memo_prompt_shortcut_keeps_modes_apart);
 	tcase_add_test(tc, test_local_source_max_over_ranks_capped_and_generation_checked);
 	tcase_add_test(tc, test_no_token_ids_or_block_size_is_no_chain);
 	tcase_add_test(tc, test_remote_source_answers_per_url_depths_from_a_real_server);
