@@ -55,6 +55,13 @@ struct sbd_rank {
 	                                a new publisher process (resubscribe) */
 	bool rebuild;                /* the replay running is a rebuild from seq 0 after a
 	                                reconnect (not a gap fill) */
+	bool old_drain;              /* draining what the lost publisher queued: data
+	                                behind its stream is the new publisher's */
+	bool dup_window;             /* a rebuild ended: live seqs in (live_max, dup_upto]
+	                                are late copies of replayed batches */
+	int64_t dup_upto;            /* cursor when the rebuild ended */
+	int64_t live_max;            /* highest live seq of the new publisher seen since
+	                                the peer was lost (-1 none) */
 	struct statebus_stream st;   /* authoritative; published when dirty */
 	bool dirty;
 	uint32_t kv_errors;          /* consecutive receive errors */

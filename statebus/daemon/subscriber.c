@@ -18,12 +18,22 @@
  * Peer restarts (switchyard extension of §9, docs/statebus.md): each KV SUB
  * has a zmq_socket_monitor PAIR polled in the same loop, and its events are
  * handled before the SUB's data. DISCONNECTED: the old publisher is gone —
- * drain what it queued (applied as usual; a replay running is ended).
+ * drain what it queued (applied as usual; a replay running is ended). The
+ * SUB may already have reconnected (its CONNECTED still unread behind the
+ * DISCONNECTED) and the new process's first batches be queued behind the old
+ * ones: the first seq at or behind the old stream's last (0..last) is the
+ * new publisher's, and it and everything after it are held for the new
+ * stream, as is any data up to CONNECTED.
  * CONNECTED after that: a new publisher process, whose seq 0 was probably
  * published before this SUB reconnected — the rank is cleared, the stream
  * starts over (cursor -1, counted as peer_reconnects_total) and, with a
  * replay endpoint, is rebuilt from seq 0 (live batches held meanwhile; an
  * oldest replayed batch other than 0 leaves the rank partial, counted).
+ * The replay and the SUB are two connections: the replay may answer seqs
+ * whose live copies arrive only after it ended. Live seqs the rebuild
+ * already applied are dropped as duplicates — held ones at its end, later
+ * ones while they keep rising past the highest live seq seen (live_max) up
+ * to the rebuild's cursor; a seq not above live_max is still stale.
  * Sockets reconnect on their own (ZMQ_RECONNECT_IVL 50 ms doubling to 2 s);
  * after SBD_SOCKET_REBUILD_ERRORS consecutive receive errors a socket is
  * rebuilt. Each loop turn takes at most SBD_RECV_BURST messages from one
@@ -136,6 +146,8 @@ static void close_rank(struct sbd_rank *rk)
 {
 	close_kv(rk);
 	rk->peer_lost = false;
+	rk->old_drain = false;
+	rk->dup_window = false;
 	rk->rebuild = false;
 	if (rk->load_sub)
 		zmq_close(rk->load_sub);
@@ -295,15 +307,27 @@ static void finish_replay(struct sbd *d, struct sbd_worker *w, uint32_t k)
 	uint32_t n = rk->n_held;
 	rk->held = NULL;
 	rk->n_held = 0;
+	int64_t upto = rk->st.cursor, prev = -1;
 	for (uint32_t i = 0; i < n; i++) {
 		/* a rebuild's answer overlaps the live batches held meanwhile:
-		 * those it already applied are duplicates, not stale seqs */
-		if (!(rebuild && rk->st.cursor >= 0 && held[i].seq >= 0 &&
-		      held[i].seq <= rk->st.cursor))
-			sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, false);
+		 * those it already applied are duplicates, not stale seqs (a
+		 * seq not above an earlier held one still is) */
+		int64_t seq = held[i].seq;
+		if (rebuild && upto >= 0 && seq >= 0 && seq <= upto && seq > prev)
+			sy_debug("%s rank %u: held seq %lld already replayed", w->rec.id, k,
+				 (long long)seq);
+		else
+			sbd_sub_batch(d, w, k, seq, held[i].payload, held[i].len, false);
+		if (seq > prev)
+			prev = seq;
 		free(held[i].payload);
 	}
 	free(held);
+	if (rebuild && upto > rk->live_max) {
+		/* live copies of replayed seqs may still be on their way */
+		rk->dup_window = true;
+		rk->dup_upto = upto;
+	}
 	rk->dirty = true;
 }
 
@@ -374,6 +398,57 @@ void sbd_sub_batch(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
 	account(d, &before, &rk->st);
 }
 
+/* One batch read from the KV SUB. */
+static void on_live(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+		    const uint8_t *payload, size_t len)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	if (rk->peer_lost) {
+		if (rk->old_drain) {
+			/* the old stream's last seq: a seq at or behind it (a stale
+			 * seq, or 0 = restart, for the old stream) is the new
+			 * process's; END_SEQ and gaps are the old one's */
+			int64_t last = rk->st.cursor;
+			for (uint32_t i = 0; i < rk->n_held; i++)
+				if (rk->held[i].seq > last)
+					last = rk->held[i].seq;
+			if (!(last >= 0 && seq >= 0 && seq <= last)) {
+				sbd_sub_batch(d, w, k, seq, payload, len, true);
+				return;
+			}
+			sy_debug("%s rank %u: seq %lld behind the lost publisher's %lld: the new "
+				 "publisher's", w->rec.id, k, (long long)seq, (long long)last);
+			rk->old_drain = false;
+			if (rk->replay)
+				finish_replay(d, w, k);
+		}
+		/* the new publisher's, before its CONNECTED was handled: held for
+		 * the new stream (a full hold drops it; the rebuild recovers it) */
+		if (seq > rk->live_max)
+			rk->live_max = seq;
+		rk->st.last_event_ns = sy_mono_ns();
+		if (!hold(rk, seq, payload, len))
+			sy_debug("%s rank %u: seq %lld before the reconnect dropped (hold full)",
+				 w->rec.id, k, (long long)seq);
+		return;
+	}
+	if (rk->dup_window) {
+		if (seq >= 0 && seq <= rk->dup_upto && seq > rk->live_max) {
+			rk->live_max = seq;
+			rk->st.last_event_ns = sy_mono_ns();
+			rk->dirty = true;
+			sy_debug("%s rank %u: live seq %lld arrived after the rebuild replayed it",
+				 w->rec.id, k, (long long)seq);
+			return;
+		}
+		if (seq < 0 || seq >= rk->dup_upto)
+			rk->dup_window = false;
+	}
+	if (seq > rk->live_max)
+		rk->live_max = seq;
+	sbd_sub_batch(d, w, k, seq, payload, len, true);
+}
+
 /* One replay answer: ["", seq, payload] or ["", topic, seq, payload]. */
 static void on_replay_message(struct sbd *d, struct sbd_worker *w, uint32_t k, zmq_msg_t *p,
 			      int n)
@@ -419,8 +494,22 @@ static void rebuild(struct sbd *d, struct sbd_worker *w, uint32_t k, int which)
 		close_kv(rk);
 		open_kv(d, w, k);
 		/* events may be lost between the two sockets: its first connection
-		 * starts the stream over, as after a peer restart */
-		rk->peer_lost = true;
+		 * starts the stream over, as after a peer restart (what the new
+		 * socket receives until then is held for the new stream); without
+		 * a monitor no CONNECTED comes and the stream just goes on */
+		if (rk->kv_mon != NULL) {
+			if (rk->replay) {
+				zmq_close(rk->replay);
+				rk->replay = NULL;
+				rk->rebuild = false;
+				rk->st.replaying = 0;
+			}
+			drop_held(rk);
+			rk->peer_lost = true;
+			rk->old_drain = false;
+			rk->dup_window = false;
+			rk->live_max = -1;
+		}
 		rk->kv_errors = 0;
 	} else {
 		zmq_close(rk->load_sub);
@@ -461,8 +550,8 @@ static void drain(struct sbd *d, struct sbd_worker *w, uint32_t k, int which, in
 				statebus_counter_add(d->r, STATEBUS_CTR_LOAD_DECODE_FAILURES, 1);
 			}
 		} else if (which == 0) {
-			sbd_sub_batch(d, w, k, seq_of(&p[1]), zmq_msg_data(&p[2]),
-				      zmq_msg_size(&p[2]), true);
+			on_live(d, w, k, seq_of(&p[1]), zmq_msg_data(&p[2]),
+				zmq_msg_size(&p[2]));
 		} else {
 			sbd_apply_load(d, w, k, zmq_msg_data(&p[2]), zmq_msg_size(&p[2]),
 				       sy_mono_ns());
@@ -477,13 +566,15 @@ static void drain(struct sbd *d, struct sbd_worker *w, uint32_t k, int which, in
 static void resubscribe(struct sbd *d, struct sbd_worker *w, uint32_t k)
 {
 	struct sbd_rank *rk = &w->ranks[k];
-	if (rk->replay) {
+	if (rk->replay) { /* not expected: ended when the peer was lost */
 		zmq_close(rk->replay);
 		rk->replay = NULL;
 		rk->rebuild = false;
 		rk->st.replaying = 0;
+		drop_held(rk);
 	}
-	drop_held(rk);
+	/* rk->held: the new publisher's batches received before this event */
+	rk->dup_window = false;
 	sbd_apply_clear_rank(d, w, k);
 	sbd_seq_resubscribe(&rk->st);
 	statebus_counter_add(d->r, STATEBUS_CTR_KV_PEER_RECONNECTS, 1);
@@ -491,6 +582,17 @@ static void resubscribe(struct sbd *d, struct sbd_worker *w, uint32_t k)
 	sy_info("%s rank %u: publisher reconnected; rank cleared%s", w->rec.id, k,
 		replay ? ", rebuilding from seq 0 by replay" : w->rec.kv_replay_port_base
 		? ", replay request failed" : " (no replay endpoint: partial until re-stored)");
+	if (!replay) {
+		struct sbd_held *held = rk->held;
+		uint32_t n = rk->n_held;
+		rk->held = NULL;
+		rk->n_held = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, true);
+			free(held[i].payload);
+		}
+		free(held);
+	}
 	rk->dirty = true;
 }
 
@@ -510,11 +612,16 @@ static void on_monitor(struct sbd *d, struct sbd_worker *w, uint32_t k)
 		close_parts(p, n);
 		if (ev == ZMQ_EVENT_DISCONNECTED && !rk->peer_lost) {
 			rk->peer_lost = true;
+			rk->dup_window = false;
+			rk->live_max = -1;
 			sy_info("%s rank %u: KV publisher disconnected", w->rec.id, k);
-			/* what the old process queued belongs to the old stream */
+			/* what the old process queued belongs to the old stream, up
+			 * to the new process's first batch (on_live) */
+			rk->old_drain = true;
 			drain(d, w, k, 0, SBD_HELD_MAX * 4);
-			if (rk->replay)
+			if (rk->old_drain && rk->replay)
 				finish_replay(d, w, k);
+			rk->old_drain = false;
 		} else if (ev == ZMQ_EVENT_CONNECTED && rk->peer_lost) {
 			rk->peer_lost = false;
 			resubscribe(d, w, k);

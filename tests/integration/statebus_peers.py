@@ -15,6 +15,11 @@ crash_replay   The same with a replay endpoint: the rank is rebuilt from seq
                0 (what the new process published before the reconnect is
                indexed), not partial; a replay buffer that no longer has seq
                0 leaves the rank partial and counts partial_rebuilds_total.
+late_copy      Deterministic form of a crash_replay race: the restarted
+               engine's replay answers seqs whose live copies reach the SUB
+               only after the rebuild ended (two connections, no order
+               between them). Those late copies are duplicates: not skipped,
+               not untrusted; a seq repeated after them still is stale.
 hol            One engine whose /server_info and /health hang does not delay
                another engine's discovery or health checks (concurrent HTTP).
 facts          A negative block_size in /server_info is bad_facts (not
@@ -50,7 +55,7 @@ import sytest  # noqa: E402  (shared helpers beside this script)
 from sytest import fail, free_port, wait_for  # noqa: E402
 
 STATEBUS, SYCTL = sys.argv[1:3]
-CASES = sys.argv[3:] or ["crash", "crash_replay", "hol", "facts", "adopt", "order"]
+CASES = sys.argv[3:] or ["crash", "crash_replay", "late_copy", "hol", "facts", "adopt", "order"]
 SHM = "/dev/shm/sy-test-peers-%d" % os.getpid()
 LOG = "/tmp/sy-test-peers-%d.log" % os.getpid()
 END_SEQ = b"\xff" * 8
@@ -284,6 +289,37 @@ def crash_replay():
     stop(p)
 
 
+def late_copy():
+    port, rport = free_port(), free_port()
+    url = http(lambda path: info(port, rport))
+    rep = Replay(rport)
+    p = start([url])
+    pub = crash_restart(port, url, rep)
+    wait_for("first rebuild", lambda: depth([207], url) == 1)
+    pub.close()  # killed again
+    time.sleep(1.0)
+    rep.buffer.clear()
+    pub = xpub(port)
+    for seq in range(5):  # in the replay buffer, live copies not sent yet
+        send(pub, seq, [400 + seq], rep, publish=False)
+    wait_sub(pub)
+    wait_for("rebuilt by replay", lambda: depth([404], url) == 1 and
+             not stream(url)["replaying"])
+    for seq in range(2, 7):  # late live copies of 2..4, then 5, 6
+        send(pub, seq, [400 + seq], rep)
+    wait_for("live after the late copies", lambda: depth([406], url) == 1)
+    st = stream(url)
+    if (st["cursor"], st["skipped"], st["untrusted"], st["partial"]) != (6, 0, False, False):
+        fail("late_copy: late live copies of replayed seqs: %s" % st)
+    send(pub, 5, [405])  # a real stale seq
+    wait_for("stale seq counted", lambda: stream(url)["skipped"] == 1)
+    if not stream(url)["untrusted"]:
+        fail("late_copy: stale seq did not mark the stream untrusted: %s" % stream(url))
+    pub.close()
+    rep.close()
+    stop(p)
+
+
 def hol():
     hung = lambda path: (time.sleep(10), b"{}")[1]
     slow = [http(hung) for _ in range(2)]
@@ -405,7 +441,7 @@ def order():
 
 try:
     for name in CASES:
-        {"crash": crash, "crash_replay": crash_replay, "hol": hol, "facts": facts,
+        {"crash": crash, "crash_replay": crash_replay, "late_copy": late_copy, "hol": hol, "facts": facts,
          "adopt": adopt, "order": order}[name]()
         procs.clear()
         subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
