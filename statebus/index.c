@@ -210,7 +210,9 @@ static inline uint32_t walk_child(const struct match_walk *w, const uint32_t *b,
 
 /* Match step on node c for the alive entries want[0..na) (owner words
  * without tiers), under c's seqlock: tiers[a] receives the tiers of the
- * owner word equal to want[a] (the first one), 0 when c has none. Considers
+ * owner word equal to want[a] (the first one), 0 when c has none. tiers[0..na)
+ * must be all 0 on entry (the caller clears what it consumed, so the common
+ * path does no per-block clearing). Considers
  * the owners read_owners() would (first IDX_READ_OWNERS non-free words,
  * IDX_READ_OVF overflow records); stops reading once every alive entry is
  * found. Returns the number of entries found, or -1 when c stayed
@@ -226,7 +228,8 @@ static int match_step(const struct match_walk *w, uint32_t c, const sb_index_own
 			caa_cpu_relax();
 			continue;
 		}
-		memset(tiers, 0, na);
+		if (tries > 0)
+			memset(tiers, 0, na); /* undo the torn attempt */
 		uint32_t found = 0;
 		int seen = 0;
 		sb_index_owner o = CMM_LOAD_SHARED(n->own0);
@@ -279,7 +282,7 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 		.node_cap = hd->index_nodes, .ovf_cap = hd->index_overflow};
 	sb_index_owner own[IDX_READ_OWNERS]; /* first node's owners; then wanted words */
 	uint32_t alive[IDX_READ_OWNERS];     /* out[] entries still matching */
-	uint8_t tiers[IDX_READ_OWNERS];
+	uint8_t tiers[IDX_READ_OWNERS];      /* all 0 between match steps */
 	uint32_t na = 0;
 	size_t cnt = 0;
 	statebus_read_enter(r);
@@ -298,6 +301,7 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 		cnt++;
 	}
 	/* own[0..na): the owner word (without tiers) each alive entry wants */
+	memset(tiers, 0, na);
 	uint32_t parent = c;
 	for (size_t i = 1; i < n && na > 0; i++) {
 		if (i + IDX_PF_DIST < n)
@@ -317,11 +321,13 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 			break; /* mid-update: depths as found; or nobody left */
 		uint32_t m = 0;
 		for (uint32_t a = 0; a < na; a++) {
-			if (tiers[a] == 0)
+			uint8_t t = tiers[a];
+			if (t == 0)
 				continue;
+			tiers[a] = 0;
 			struct statebus_index_match *e = &out[alive[a]];
 			e->depth = (uint32_t)i + 1;
-			e->tiers = tiers[a];
+			e->tiers = t;
 			alive[m] = alive[a];
 			own[m++] = own[a];
 		}

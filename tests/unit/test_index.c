@@ -304,6 +304,40 @@ START_TEST(test_many_owners_use_overflow)
 }
 END_TEST
 
+/* Many owners (inline + overflow) leaving the walk at staggered depths, in
+ * the middle of the alive list: every one keeps its own depth and the tiers
+ * of its deepest node (the walk reuses its per-step scratch; nothing of a
+ * dropped or moved entry may leak into another). */
+START_TEST(test_owners_drop_out_at_staggered_depths)
+{
+	struct fx f;
+	fx_open(&f, 64, 16);
+	const int64_t h[] = {11, 12, 13, 14, 15, 16};
+	uint32_t slots[3] = {f.a, f.b, f.c};
+	for (uint32_t k = 0; k < 12; k++) {
+		size_t d = 6 - k % 6;
+		uint32_t w = slots[k / 4], rk = k % 4;
+		ck_assert_int_eq(statebus_index_store(f.r, w, rk, false, 0, h, d, DEV, 1), SY_OK);
+		if (k % 3 == 0) /* also in host memory, the whole chain */
+			ck_assert_int_eq(statebus_index_store(f.r, w, rk, false, 0, h, d, HOST, 1), SY_OK);
+		else if (k % 3 == 1 && d > 1) /* host copy one block short */
+			ck_assert_int_eq(statebus_index_store(f.r, w, rk, false, 0, h, d - 1, HOST, 1),
+					 SY_OK);
+	}
+	for (size_t n = 1; n <= 6; n++)
+		for (uint32_t k = 0; k < 12; k++) {
+			size_t d = 6 - k % 6;
+			uint32_t t = 0;
+			uint32_t got = depth_of(&f, h, n, slots[k / 4], k % 4, &t);
+			ck_assert_uint_eq(got, d < n ? d : n);
+			uint32_t want = k % 3 == 0 ? DEV | HOST
+					: k % 3 == 1 && got < d ? DEV | HOST : DEV;
+			ck_assert_uint_eq(t, want);
+		}
+	fx_close(&f);
+}
+END_TEST
+
 /* When the pool is full the least recently stored leaves go, counted; the
  * newest chain is whole; memory never grows. */
 START_TEST(test_eviction_when_full_keeps_newest)
@@ -451,6 +485,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_clear_rank_and_worker);
 	tcase_add_test(tc, test_reused_slot_never_inherits_ownership);
 	tcase_add_test(tc, test_many_owners_use_overflow);
+	tcase_add_test(tc, test_owners_drop_out_at_staggered_depths);
 	tcase_add_test(tc, test_eviction_when_full_keeps_newest);
 	tcase_add_test(tc, test_eviction_takes_least_recently_stored);
 	tcase_add_test(tc, test_chain_longer_than_pool_is_dropped_not_crashed);
