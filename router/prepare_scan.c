@@ -470,6 +470,20 @@ static int list_value(struct scan *s, enum vkind k, const char *v, size_t l)
 }
 
 /* A value for top-level key s->top_key. */
+/* `n` (top level, or sampling_params.n of /generate): null is skipped,
+ * else an integer in 1..PREPARE_MAX_N. */
+static int n_value(struct scan *s, enum vkind k, const char *v, size_t l)
+{
+	uint64_t x;
+	if (k == V_NULL)
+		return skip_value(s, k);
+	if (k != V_NUMBER || !parse_uint(v, l, PREPARE_MAX_N, &x) || x == 0)
+		return fail(s, "must be an integer in 1..%d", PREPARE_MAX_N);
+	s->res->n = (uint32_t)x;
+	value_done(s);
+	return 1;
+}
+
 static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 {
 	struct prep_result *r = s->res;
@@ -505,13 +519,7 @@ static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		value_done(s);
 		return 1;
 	case K_N:
-		if (k == V_NULL)
-			return skip_value(s, k);
-		if (k != V_NUMBER || !parse_uint(v, l, PREPARE_MAX_N, &x) || x == 0)
-			return fail(s, "must be an integer in 1..%d", PREPARE_MAX_N);
-		r->n = (uint32_t)x;
-		value_done(s);
-		return 1;
+		return n_value(s, k, v, l);
 	case K_MAX_TOKENS:
 	case K_MAX_COMPLETION_TOKENS:
 		if (k == V_NULL)
@@ -717,13 +725,7 @@ static int sampling_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		value_done(s);
 		return 1;
 	case S_SAMPLING_N:
-		if (k == V_NULL)
-			return skip_value(s, k);
-		if (k != V_NUMBER || !parse_uint(v, l, PREPARE_MAX_N, &x) || x == 0)
-			return fail(s, "must be an integer in 1..%d", PREPARE_MAX_N);
-		r->n = (uint32_t)x;
-		value_done(s);
-		return 1;
+		return n_value(s, k, v, l);
 	default:
 		return skip_value(s, k);
 	}
