@@ -22,8 +22,8 @@
 
 #include "common/clock.h"
 #include "common/config.h"
-#include "router/gen.h"
-#include "router/select.h"
+#include "router/core/generation.h"
+#include "router/core/select.h"
 #include "statebus.h"
 
 #define PICKS 300000u

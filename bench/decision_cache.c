@@ -28,10 +28,10 @@
 #include "common/blockhash.h"
 #include "common/clock.h"
 #include "common/config.h"
-#include "router/gen.h"
-#include "router/policies/cache_source.h"
-#include "router/policies/digest_memo.h"
-#include "router/select.h"
+#include "router/core/generation.h"
+#include "router/policies/cache/cache_source.h"
+#include "router/policies/cache/digest_memo.h"
+#include "router/core/select.h"
 #include "statebus.h"
 
 #define PICKS 100000u

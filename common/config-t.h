@@ -135,7 +135,7 @@ struct sy_config_router {
 
 enum sy_upstream_client {
 	SY_UPSTREAM_H2O = 0,  /* h2o_http1client over h2o's socket pool */
-	SY_UPSTREAM_LEAN = 1, /* owned keep-alive sockets kept in the loop (router/lean.c) */
+	SY_UPSTREAM_LEAN = 1, /* owned keep-alive sockets kept in the loop (router/upstream/client.c) */
 };
 
 enum sy_sampling_conflict {
@@ -191,7 +191,7 @@ struct sy_config_policy {
 	/* cache_aware (reference/policy-defaults.md §2). Valid at the top level
 	 * (defaults of every cache_aware group) and in a cache_aware group's
 	 * block; -1 (doubles: -1.0) = absent: inherit the top level, then the
-	 * reference default (router/policies/cache_aware.h). */
+	 * reference default (router/policies/cache/cache_aware.h). */
 	int64_t cache_affinity_min_matched_tokens; /* tokens, ≥ 0; default 1024 */
 	double cache_affinity_min_match_ratio;     /* 0..1; default unset */
 	int64_t cache_candidate_min_workers;       /* ≥ 1; default 8 */

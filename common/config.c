@@ -671,7 +671,7 @@ static int finish_policy(struct sy_config *cfg, struct sy_config_error *err)
 static int64_t eff_i(int64_t own, int64_t top) { return own >= 0 ? own : top; }
 static double eff_d(double own, double top) { return own >= 0 ? own : top; }
 
-/* The policy type a group of `role` runs (the rule of router/gen.c). */
+/* The policy type a group of `role` runs (the rule of router/core/generation.c). */
 static const char *group_type(const struct sy_config *cfg, const struct sy_config_policy *own,
 			      int role)
 {

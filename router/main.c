@@ -35,10 +35,10 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
-#include "router/degraded.h"
-#include "router/metrics.h"
+#include "router/core/standalone.h"
+#include "router/http/metrics.h"
 #include "router/pick.h"
-#include "router/router.h"
+#include "router/worker.h"
 #include "router/rtgen.h"
 
 static void usage(void)

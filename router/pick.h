@@ -1,7 +1,7 @@
 /* pick.h — the data plane's view of request preparation and selection.
  *
  * The one seam between the h2o data plane and the selection core
- * (router/prepare.h, router/select.h of the selection issue): routes and
+ * (router/core/prepare.h, router/core/select.h of the selection issue): routes and
  * forward.c see only these shapes, filled by pick.c from the core's
  * results. A selection is complete (plain, or prefill + decode from one
  * bucket) before anything is dispatched (DESIGN.md §4).
@@ -14,7 +14,7 @@
 
 #include <h2o.h>
 
-#include "router/router.h"
+#include "router/worker.h"
 #include "statebus/include/statebus-t.h"
 
 struct rt_gen;

@@ -1,5 +1,5 @@
 /* pick_core.c — the data plane's adapter to the selection core
- * (router/prepare.h, gen.h, select.h): the implementation of pick.h.
+ * (router/core/prepare.h, gen.h, select.h): the implementation of pick.h.
  *
  * Per request: a struct prepare_buf and the pick_request live in the
  * request pool (the buffer is freed by the pool's dispose callback), so a
@@ -14,12 +14,12 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
-#include "router/buf.h"
-#include "router/gen.h"
-#include "router/metrics.h"
-#include "router/prepare.h"
+#include "router/core/buf.h"
+#include "router/core/generation.h"
+#include "router/http/metrics.h"
+#include "router/core/prepare.h"
 #include "router/rtgen.h"
-#include "router/select.h"
+#include "router/core/select.h"
 
 struct core_req {
 	struct prepare_buf buf;

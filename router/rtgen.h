@@ -1,7 +1,7 @@
 /* rtgen.h — the data plane's configuration generation (DESIGN.md §9).
  *
  * A generation bundles everything a request needs that a reload may change:
- * the parsed configuration, the selection core's generation (router/gen.h,
+ * the parsed configuration, the selection core's generation (router/core/generation.h,
  * when built), and the parsed sampling override. It is refcounted: the
  * worker process holds one reference to its current generation, each
  * request one to the generation it started with; a SIGHUP reload builds a

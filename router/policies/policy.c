@@ -9,7 +9,7 @@
  */
 #include "router/policies/policy.h"
 #include "common/errors.h"
-#include "router/policies/cache_aware.h"
+#include "router/policies/cache/cache_aware.h"
 
 #include <pthread.h>
 #include <stdlib.h>

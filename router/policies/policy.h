@@ -15,7 +15,7 @@
  *
  * Policies own their state (a round-robin cursor, issue 6's bindings
  * handles) inside `struct policy`, which lives in a configuration generation
- * (router/gen.h): process-local, single-threaded, reset by a reload.
+ * (router/core/generation.h): process-local, single-threaded, reset by a reload.
  *
  * Implemented here: round_robin (policies/round_robin.c), random
  * (policies/random.c), power_of_n (policies/power_of_n.c; power_of_two =
@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "router/policies/admission.h"
-#include "router/prepare.h"
+#include "router/core/prepare.h"
 #include "statebus.h"
 
 /* Outcomes of every selection step (DESIGN.md §2; SGLang PickError). */

@@ -7,7 +7,7 @@
  * PICK_ADMISSION_REJECTED (no second try: the handler moves to the next
  * bucket). The cursor lives in the configuration generation of one router
  * process: each process rotates on its own and a reload starts again at 0
- * (router/gen.h). When the candidate set changes size the rotation simply
+ * (router/core/generation.h). When the candidate set changes size the rotation simply
  * continues modulo the new size.
  */
 #include "router/policies/policy.h"

@@ -3,7 +3,7 @@
  *
  * A statebus answers prefix queries on statebus.query_endpoint (ZeroMQ
  * ROUTER); a router whose cache_aware group has cache_prefix_provider
- * indexer asks it over a DEALER (router/policies/cache_source.c). One
+ * indexer asks it over a DEALER (router/policies/cache/cache_source.c). One
  * msgpack map per message, in both directions; unknown keys are skipped so
  * that either side may grow.
  *

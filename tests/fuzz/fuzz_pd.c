@@ -1,4 +1,4 @@
-/* fuzz_pd.c — PD bootstrap splicing (router/pd.c) on arbitrary bodies.
+/* fuzz_pd.c — PD bootstrap splicing (router/dispatch/rewrite.c) on arbitrary bodies.
  *
  * The data plane splices only bodies that request preparation validated, so
  * the input is first parsed with jansson; anything that is not a JSON object
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "router/pd.h"
+#include "router/dispatch/rewrite.h"
 #include "tests/fuzz/fuzz.h"
 
 static void check_one(json_t *v, int kind)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/errors.h"
-#include "router/prepare.h"
+#include "router/core/prepare.h"
 #include "tests/fuzz/fuzz.h"
 
 static struct sy_tokenizer *tok[2];

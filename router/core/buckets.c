@@ -1,0 +1,231 @@
+/* buckets.c — BucketResolver::resolve, EngineGroup::pick and
+ * Bucket::pick_engines of the target design (buckets.h; SGLang
+ * src/buckets_reorg.rs; reference/policy-defaults.md §6).
+ *
+ * Group filtering walks the fleet snapshot (sorted by ID) once: model index,
+ * role = stage, health, then membership (a bitmap over fleet positions,
+ * rebuilt only when the fleet's version moves). The policy gets the
+ * survivors as a contiguous array; its answer must be a pointer into that
+ * array (identity) whose (slot, generation) is still ACTIVE in the table.
+ */
+#include "router/core/buckets.h"
+#include "common/errors.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- resolver -------------------------------------------------------------- */
+
+static bool ttft_met(const struct bucket *b, double target)
+{
+	return b->ttft_ms > 0 && b->ttft_ms <= target;
+}
+
+static bool tps_met(const struct bucket *b, double target)
+{
+	return isfinite(b->tokens_per_second) && b->tokens_per_second > 0 &&
+	       b->tokens_per_second >= target;
+}
+
+static unsigned penalty(enum slo_policy pol, bool has_target, bool met)
+{
+	if (pol == SLO_DISABLED || !has_target)
+		return 0;
+	if (pol == SLO_FIRST)
+		return met ? 0 : 1;
+	return met ? 1 : 0; /* best effort: a bucket that meets it yields */
+}
+
+static uint64_t capacity(const struct bucket *b)
+{
+	return b->max_input < b->max_context ? b->max_input : b->max_context;
+}
+
+/* Sort key order: (penalty, capacity with unbounded last, rank, id). */
+static int cmp_order(const struct bucket *a, unsigned pa, const struct bucket *b, unsigned pb)
+{
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	uint64_t ca = capacity(a), cb = capacity(b);
+	if (ca != cb)
+		return ca < cb ? -1 : 1; /* BUCKET_UNBOUNDED = UINT64_MAX sorts last */
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return strcmp(a->id, b->id);
+}
+
+enum pick_outcome bucket_resolver_resolve(const struct bucket_resolver *r,
+					  const struct bucket_signal *sig, struct bucket **out,
+					  size_t cap, size_t *n_out, const char **why)
+{
+	unsigned pen[64];
+	unsigned *pens = r->n <= 64 ? pen : NULL;
+	size_t n = 0;
+
+	*n_out = 0;
+	if (sig->has_peak && sig->expected_peak < sig->input_tokens) {
+		*why = "expected peak below input tokens";
+		return PICK_INVALID_SIGNAL;
+	}
+	bool ttft_on = r->ttft_policy != SLO_DISABLED && sig->has_ttft;
+	bool tps_on = r->tps_policy != SLO_DISABLED && sig->has_tps;
+	if (ttft_on && !(isfinite(sig->ttft_ms) && sig->ttft_ms > 0)) {
+		*why = "x-sgl-ttft-slo-ms: must be a finite number > 0";
+		return PICK_INVALID_SIGNAL;
+	}
+	if (tps_on && !(isfinite(sig->tps) && sig->tps > 0)) {
+		*why = "x-sgl-tps-slo: must be a finite number > 0";
+		return PICK_INVALID_SIGNAL;
+	}
+	if (pens == NULL && (pens = malloc(r->n * sizeof(*pens))) == NULL) {
+		*why = "out of memory";
+		return PICK_INVALID_CONFIGURATION;
+	}
+
+	uint64_t need = sig->has_peak ? sig->expected_peak : sig->input_tokens;
+	for (size_t i = 0; i < r->n && n < cap; i++) {
+		struct bucket *b = &r->buckets[i];
+		if (sig->input_tokens < b->min_input || sig->input_tokens > b->max_input ||
+		    need > b->max_context)
+			continue;
+		unsigned p = penalty(r->ttft_policy, ttft_on, ttft_on && ttft_met(b, sig->ttft_ms)) +
+			     penalty(r->tps_policy, tps_on, tps_on && tps_met(b, sig->tps));
+		/* insertion sort: n is small (≤ SY_CONFIG_MAX_BUCKETS) */
+		size_t j = n;
+		while (j > 0 && cmp_order(b, p, out[j - 1], pens[j - 1]) < 0) {
+			out[j] = out[j - 1];
+			pens[j] = pens[j - 1];
+			j--;
+		}
+		out[j] = b;
+		pens[j] = p;
+		n++;
+	}
+	if (pens != pen)
+		free(pens);
+	*n_out = n;
+	if (n == 0) {
+		*why = "no bucket accepts the request";
+		return PICK_NO_MATCHING_BUCKET;
+	}
+	return PICK_OK;
+}
+
+/* ---- engine groups ----------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Rebuilds g's membership bitmap for the fleet's current entries. */
+static int group_members(struct engine_group *g, const struct fleet *f)
+{
+	size_t words = (f->n + 63) / 64;
+	if (words > g->member_words) {
+		uint64_t *bits = realloc(g->member_bits, words * sizeof(uint64_t));
+		if (bits == NULL)
+			return SY_ENOMEM;
+		g->member_bits = bits;
+		g->member_words = words;
+	}
+	memset(g->member_bits, 0, g->member_words * sizeof(uint64_t));
+	for (size_t i = 0; i < f->n; i++) {
+		const char *id = f->entries[i].id;
+		if (bsearch(&id, g->worker_ids, g->n_worker_ids, sizeof(char *), cmp_str) != NULL)
+			g->member_bits[i / 64] |= UINT64_C(1) << (i % 64);
+	}
+	g->member_version = f->version;
+	return SY_OK;
+}
+
+enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env,
+				    const char *bucket_id,
+				    const struct engine_candidate *prefill, struct pick *out)
+{
+	struct fleet *f = env->fleet;
+	struct engine_candidate *c = env->scratch[g->stage == STAGE_DECODE ? 1 : 0];
+	size_t n = 0;
+
+	out->worker = NULL;
+	out->reason = NULL;
+	out->rejected_by = ADMIT_OK;
+	if (!g->all_workers) {
+		if (g->n_worker_ids == 0)
+			return PICK_NO_CANDIDATES; /* explicit empty membership */
+		if (g->member_version != f->version && group_members(g, f) != SY_OK)
+			return PICK_INVALID_CONFIGURATION;
+	}
+	for (size_t i = 0; i < f->n && n < env->scratch_cap; i++) {
+		const struct fleet_entry *e = &f->entries[i];
+		if (e->model_idx != env->model_idx || e->role != (uint8_t)g->stage || !e->healthy)
+			continue;
+		if (!g->all_workers && !(g->member_bits[i / 64] & (UINT64_C(1) << (i % 64))))
+			continue;
+		struct engine_candidate *k = &c[n++];
+		k->slot = e->slot;
+		k->generation = e->generation;
+		k->id = e->id;
+		k->bootstrap_port = e->bootstrap_port;
+		k->dp_size = e->dp_size;
+		k->load_read = false;
+	}
+	if (n == 0)
+		return PICK_NO_CANDIDATES;
+
+	struct pick_ctx ctx = {
+		.req = env->req,
+		.region = env->region,
+		.now_ns = env->now_ns,
+		.stage = g->stage,
+		.bucket_id = bucket_id,
+		.cands = c,
+		.n = n,
+		.prefill = prefill,
+		.rej = env->rej,
+	};
+	enum pick_outcome o = policy_pick(&g->policy, &ctx, out);
+	if (o != PICK_OK)
+		return o;
+	/* Identity: the answer must be one of the candidate objects. */
+	const struct engine_candidate *w = out->worker;
+	uintptr_t lo = (uintptr_t)c, hi = (uintptr_t)(c + n), p = (uintptr_t)w;
+	if (w == NULL || p < lo || p >= hi || (p - lo) % sizeof(*c) != 0) {
+		out->worker = NULL;
+		return PICK_OUTSIDE_CANDIDATES;
+	}
+	if (env->region != NULL && !statebus_worker_valid(env->region, w->slot, w->generation)) {
+		/* Removed or reused since the snapshot: not a policy bug. The
+		 * caller refreshes the fleet and selects again. */
+		env->stale = true;
+		out->worker = NULL;
+		return PICK_NO_CANDIDATES;
+	}
+	return PICK_OK;
+}
+
+/* ---- buckets ------------------------------------------------------------------ */
+
+enum pick_outcome bucket_pick_engines(struct bucket *b, struct pick_env *env,
+				      struct bucket_pick *out)
+{
+	enum pick_outcome o;
+
+	out->prefill.worker = NULL;
+	out->prefill.reason = NULL;
+	out->prefill.rejected_by = ADMIT_OK;
+	if (!b->pd) {
+		out->failed_stage = STAGE_PLAIN;
+		return engine_group_pick(&b->plain, env, b->id, NULL, &out->worker);
+	}
+	out->failed_stage = STAGE_PREFILL;
+	out->worker.worker = NULL;
+	out->worker.reason = NULL;
+	out->worker.rejected_by = ADMIT_OK;
+	o = engine_group_pick(&b->prefill, env, b->id, NULL, &out->prefill);
+	if (o != PICK_OK)
+		return o;
+	out->failed_stage = STAGE_DECODE;
+	return engine_group_pick(&b->decode, env, b->id, out->prefill.worker, &out->worker);
+}

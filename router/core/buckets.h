@@ -1,0 +1,139 @@
+/* buckets.h — buckets, engine groups and the resolver of the target design
+ * (reference/policy-defaults.md §6; SGLang src/buckets_reorg.rs:
+ * BucketResolver::resolve, Bucket::pick_engines, EngineGroup::pick).
+ *
+ * A bucket has an ID, a rank, inclusive input-token limits {min, max},
+ * max_context_tokens, optional TTFT / TPS estimates and either one plain
+ * group or a prefill + decode pair. A group owns its membership (all workers
+ * of the model and role, or an explicit ID set) and one policy instance.
+ * Buckets and groups are built by router_gen_build() (router/core/generation.h) and live
+ * in a generation; groups hold mutable policy state (process-local).
+ *
+ * Resolution (bucket_resolver_resolve):
+ *   1. peak < input → PICK_INVALID_SIGNAL;
+ *   2. keep buckets with min ≤ input ≤ max and (peak, or input without one)
+ *      ≤ max_context_tokens;
+ *   3. SLO penalties when enabled: SLO_FIRST penalises a bucket that does not
+ *      meet the target, SLO_BEST_EFFORT one that does (TTFT met: 0 < estimate
+ *      ≤ target; TPS met: finite estimate > 0 and ≥ target; no estimate = not
+ *      met; a request without the target is neutral); an enabled target that
+ *      is invalid (TTFT ≤ 0 / not finite; TPS ≤ 0, NaN, ∞) → INVALID_SIGNAL;
+ *   4. sort by (penalty, min(limits.max, max_context) with unbounded last,
+ *      rank, id) and return all.
+ * An empty result is PICK_NO_MATCHING_BUCKET.
+ */
+#ifndef SY_ROUTER_BUCKETS_H
+#define SY_ROUTER_BUCKETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "router/core/fleet_view.h"
+#include "router/policies/policy.h"
+
+#define BUCKET_UNBOUNDED UINT64_MAX /* limits.max / max_context_tokens absent */
+
+enum slo_policy {
+	SLO_DISABLED = 0,
+	SLO_BEST_EFFORT = 1,
+	SLO_FIRST = 2,
+};
+
+/* One engine group (EngineGroup). worker_ids is sorted (strcmp) and
+ * deduplicated; member_bits caches membership per fleet entry position and
+ * is rebuilt when the fleet's version changes. */
+struct engine_group {
+	enum engine_stage stage;
+	bool all_workers;        /* no worker_ids: every worker of model and role */
+	char **worker_ids;       /* explicit membership (may be empty) */
+	size_t n_worker_ids;
+	struct policy policy;
+	uint64_t *member_bits;   /* internal: bit i = fleet entry i is a member */
+	size_t member_words;
+	uint64_t member_version; /* fleet version the bits belong to (0 = none) */
+};
+
+/* One bucket (Bucket). Plain: `plain`; PD: `prefill` then `decode`. */
+struct bucket {
+	char *id;                  /* unique, non-empty */
+	uint32_t rank;             /* lower first among equal capacity */
+	uint64_t min_input;        /* tokens, inclusive */
+	uint64_t max_input;        /* tokens, inclusive; BUCKET_UNBOUNDED */
+	uint64_t max_context;      /* tokens; BUCKET_UNBOUNDED */
+	double ttft_ms;            /* estimate, ms; 0 = none */
+	double tokens_per_second;  /* estimate; 0 = none */
+	bool pd;
+	struct engine_group plain;
+	struct engine_group prefill;
+	struct engine_group decode;
+};
+
+/* What the resolver reads from a request. */
+struct bucket_signal {
+	uint64_t input_tokens;
+	bool has_peak;
+	uint64_t expected_peak;
+	bool has_ttft;
+	double ttft_ms;   /* target */
+	bool has_tps;
+	double tps;       /* target */
+};
+
+struct bucket_resolver {
+	struct bucket *buckets;  /* borrowed */
+	size_t n;
+	enum slo_policy ttft_policy;
+	enum slo_policy tps_policy;
+};
+
+/* Resolves `sig` into out[0..*n_out) (ordered, borrowed pointers; `cap` ≥
+ * r->n suffices). Returns PICK_OK, PICK_NO_MATCHING_BUCKET (*n_out 0) or
+ * PICK_INVALID_SIGNAL with *why a static reason naming the signal. */
+enum pick_outcome bucket_resolver_resolve(const struct bucket_resolver *r,
+					  const struct bucket_signal *sig, struct bucket **out,
+					  size_t cap, size_t *n_out, const char **why);
+
+/* Everything a group pick needs beyond the group: the request, the state
+ * plane, the fleet snapshot, the request's model index, scratch candidate
+ * arrays (fleet capacity each; two so that a decode pick can see the
+ * prefill winner) and the rejection collector. */
+struct pick_env {
+	const struct pick_request *req;
+	const struct statebus_region *region;
+	uint64_t now_ns;
+	struct fleet *fleet;
+	uint32_t model_idx;
+	struct engine_candidate *scratch[2]; /* [0] plain/prefill, [1] decode */
+	size_t scratch_cap;
+	struct pick_rejections *rej;
+	bool stale;  /* set when a pick failed validation because the table
+			moved since the snapshot (router_select refreshes and
+			selects again, once) */
+};
+
+/* EngineGroup::pick: filters fleet entries by model, health, role (= stage)
+ * and membership, in ID order; no candidate → PICK_NO_CANDIDATES without
+ * calling the policy; else policy_pick on the snapshot, then checks that
+ * the answer is one of the candidate objects and still valid in the table
+ * (slot, generation) → else PICK_OUTSIDE_CANDIDATES. `prefill` is the
+ * prefill winner for a decode group (NULL otherwise). */
+enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env,
+				    const char *bucket_id,
+				    const struct engine_candidate *prefill, struct pick *out);
+
+/* Result of Bucket::pick_engines. For PD, `worker` is decode (serves the
+ * response) and `prefill` the prefill pick; `failed_stage` names the stage
+ * whose group failed when the outcome is not PICK_OK. */
+struct bucket_pick {
+	struct pick worker;
+	struct pick prefill;
+	enum engine_stage failed_stage;
+};
+
+/* Bucket::pick_engines: plain pick, or prefill then decode from the same
+ * bucket (a failure keeps its stage). */
+enum pick_outcome bucket_pick_engines(struct bucket *b, struct pick_env *env,
+				      struct bucket_pick *out);
+
+#endif

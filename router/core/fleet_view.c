@@ -1,0 +1,135 @@
+/* fleet.c — the process-local workers snapshot (fleet.h).
+ *
+ * Refresh: read every slot with statebus_worker_read (seqlock copy; a free or
+ * torn slot is skipped), keep ACTIVE workers, sort them by ID, and intern
+ * their models after the configured ones. The new entries replace the old
+ * only when the copy differs, so `version` changes exactly when membership
+ * caches must be rebuilt. On allocation failure the old snapshot stays.
+ */
+#include "router/core/fleet_view.h"
+#include "common/errors.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void fleet_init(struct fleet *f, uint64_t refresh_ns)
+{
+	memset(f, 0, sizeof(*f));
+	f->refresh_ns = refresh_ns;
+}
+
+void fleet_free(struct fleet *f)
+{
+	free(f->entries);
+	free(f->models);
+	memset(f, 0, sizeof(*f));
+}
+
+static uint32_t find_model(const struct fleet *f, const char *name, size_t len)
+{
+	if (len >= STATEBUS_MODEL_MAX)
+		return FLEET_NO_MODEL;
+	for (size_t i = 0; i < f->n_models; i++)
+		if (strncmp(f->models[i], name, len) == 0 && f->models[i][len] == '\0')
+			return (uint32_t)i;
+	return FLEET_NO_MODEL;
+}
+
+static int add_model(struct fleet *f, const char *name, size_t len, uint32_t *idx)
+{
+	uint32_t i = find_model(f, name, len);
+	if (i != FLEET_NO_MODEL) {
+		*idx = i;
+		return SY_OK;
+	}
+	if (len >= STATEBUS_MODEL_MAX)
+		return SY_EINVAL;
+	if (f->n_models == f->cap_models) {
+		size_t cap = f->cap_models ? f->cap_models * 2 : 8;
+		void *m = realloc(f->models, cap * sizeof(*f->models));
+		if (m == NULL)
+			return SY_ENOMEM;
+		f->models = m;
+		f->cap_models = cap;
+	}
+	memcpy(f->models[f->n_models], name, len);
+	f->models[f->n_models][len] = '\0';
+	*idx = (uint32_t)f->n_models++;
+	return SY_OK;
+}
+
+int fleet_add_static_model(struct fleet *f, const char *model)
+{
+	uint32_t idx;
+	/* Static models stay first: only call before the first refresh. */
+	int rc = add_model(f, model, strlen(model), &idx);
+	if (rc == SY_OK && idx == f->n_static_models)
+		f->n_static_models++;
+	return rc == SY_EINVAL ? SY_OK : rc; /* too long: never matches anyway */
+}
+
+uint32_t fleet_model_index(const struct fleet *f, const char *name, size_t len)
+{
+	return find_model(f, name, len);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct fleet_entry *)a)->id, ((const struct fleet_entry *)b)->id);
+}
+
+bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t now_ns, bool force)
+{
+	if (r == NULL)
+		return false;
+	if (!force && f->region == r && f->refreshed_ns != 0 &&
+	    now_ns - f->refreshed_ns < f->refresh_ns)
+		return false;
+
+	uint32_t cap = statebus_workers_capacity(r);
+	struct fleet_entry *next = malloc((cap ? cap : 1) * sizeof(*next));
+	if (next == NULL)
+		return false;
+	size_t n = 0;
+	struct statebus_worker w;
+	f->n_models = f->n_static_models; /* re-intern the table's models */
+	for (uint32_t s = 0; s < cap; s++) {
+		if (statebus_worker_read(r, s, &w) != SY_OK || w.state != STATEBUS_WORKER_ACTIVE)
+			continue;
+		struct fleet_entry *e = &next[n];
+		memset(e, 0, sizeof(*e));
+		if (add_model(f, w.model, strnlen(w.model, sizeof(w.model)), &e->model_idx) ==
+		    SY_ENOMEM) {
+			free(next);
+			f->refreshed_ns = 0; /* try again next time */
+			return false;
+		}
+		e->slot = s;
+		e->generation = w.generation;
+		e->role = w.role;
+		e->healthy = w.healthy != 0;
+		e->bootstrap_port = w.bootstrap_port;
+		e->dp_size = w.dp_size;
+		e->kv_block_size = w.kv_block_size;
+		e->kv_bigram = w.kv_bigram != 0;
+		e->kv_indexed = w.has_cache_signal && w.kv_rejected == STATEBUS_KV_OK;
+		memcpy(e->id, w.id, sizeof(e->id));
+		n++;
+	}
+	qsort(next, n, sizeof(*next), cmp_entry);
+
+	bool changed = f->region != r || n != f->n ||
+		       (n > 0 && memcmp(next, f->entries, n * sizeof(*next)) != 0);
+	f->region = r;
+	f->refreshed_ns = now_ns ? now_ns : 1;
+	if (!changed) {
+		free(next);
+		return false;
+	}
+	free(f->entries);
+	f->entries = next;
+	f->n = n;
+	f->cap = cap;
+	f->version++;
+	return true;
+}

@@ -1,0 +1,230 @@
+/* select.c — router_select: the ordered bucket-attempt loop of DESIGN.md §4
+ * steps 2–5 (select.h; SGLang reorg handler over BucketResolver and
+ * Bucket::pick_engines).
+ *
+ * Invariants: nothing is dispatched here; a selection is complete (plain
+ * worker, or prefill and decode of the same bucket) or it is an error; a
+ * fleet snapshot that turned out stale during a pick (a candidate removed or
+ * its slot reused) triggers one forced refresh and one full re-selection,
+ * so a race with the statebus is never reported as a policy fault.
+ */
+#include "router/core/select.h"
+#include "common/errors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ensure_scratch(struct router_gen *g, const struct statebus_region *r)
+{
+	size_t need = r != NULL ? statebus_workers_capacity(r) : 1;
+	if (need == 0)
+		need = 1;
+	if (g->scratch_cap >= need)
+		return SY_OK;
+	for (int k = 0; k < 2; k++) {
+		void *p = realloc(g->scratch[k], need * sizeof(struct engine_candidate));
+		if (p == NULL)
+			return SY_ENOMEM;
+		g->scratch[k] = p;
+	}
+	g->scratch_cap = need;
+	return SY_OK;
+}
+
+static void copy_worker(struct selected_worker *dst, const struct engine_candidate *c)
+{
+	dst->slot = c->slot;
+	dst->generation = c->generation;
+	dst->bootstrap_port = c->bootstrap_port;
+	/* snprintf(dst->id, …, "%s", c->id) without the formatter (hot path) */
+	size_t n = strnlen(c->id, sizeof(dst->id) - 1);
+	memcpy(dst->id, c->id, n);
+	dst->id[n] = '\0';
+}
+
+static int model_len(const struct pick_request *req)
+{
+	return req->model.len > 100 ? 100 : (int)req->model.len;
+}
+
+/* One pass over the resolved buckets. Returns PICK_OK with `out` filled, or
+ * the outcome that ends the request; *last_stage is the stage of the last
+ * failure. */
+static enum pick_outcome attempt(struct router_gen *g, struct pick_env *env, size_t n_order,
+				 struct selection *out, enum engine_stage *last_stage)
+{
+	enum pick_outcome o = PICK_NO_CANDIDATES;
+	struct bucket_pick bp;
+
+	for (size_t i = 0; i < n_order; i++) {
+		struct bucket *b = g->order[i];
+		o = bucket_pick_engines(b, env, &bp);
+		out->buckets_tried = (uint32_t)(i + 1);
+		if (o == PICK_OK) {
+			out->pd = b->pd;
+			out->bucket_id = b->id;
+			copy_worker(&out->worker, bp.worker.worker);
+			out->reason = bp.worker.reason;
+			out->policy = b->pd ? b->decode.policy.ops->name : b->plain.policy.ops->name;
+			if (b->pd) {
+				copy_worker(&out->prefill, bp.prefill.worker);
+				out->prefill_reason = bp.prefill.reason;
+			}
+			return PICK_OK;
+		}
+		*last_stage = bp.failed_stage;
+		if (o == PICK_NO_CANDIDATES || o == PICK_ADMISSION_REJECTED ||
+		    o == PICK_NO_ADMISSIBLE_ENGINE)
+			continue;
+		return o; /* invalid signal / configuration / outside candidates */
+	}
+	return o;
+}
+
+int router_select(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
+		  uint64_t now_ns, struct selection *out, struct router_error *err)
+{
+	struct pick_rejections rej = {.err = err, .count = 0};
+	const char *why = NULL;
+	size_t n_order = 0;
+
+	router_error_clear(err);
+	memset(out, 0, sizeof(*out));
+	if (ensure_scratch(g, r) != SY_OK) {
+		router_error_set(err, 500, "internal_error", -1, "out of memory");
+		return SY_ENOMEM;
+	}
+	fleet_refresh(&g->fleet, r, now_ns, false);
+
+	uint32_t model = fleet_model_index(&g->fleet, req->model.ptr, req->model.len);
+	if (model == FLEET_NO_MODEL) {
+		router_error_set(err, 404, "model_not_found", -1, "model \"%.*s\" is not served",
+				 model_len(req), req->model.ptr);
+		return SY_ENOENT;
+	}
+
+	/* DESIGN §4 step 3: the prefix memo, filled once before any pick. */
+	struct pick_request with_memo;
+	if (g->has_cache_policy) {
+		if (req->memo == NULL) {
+			prefix_memo_reset(&g->memo);
+			with_memo = *req;
+			with_memo.memo = &g->memo;
+			req = &with_memo;
+		}
+		if (prefix_memo_fill(req->memo, g, r, req, now_ns) != SY_OK) {
+			router_error_set(err, 500, "internal_error", -1, "out of memory");
+			return SY_ENOMEM;
+		}
+	}
+
+	struct bucket_signal sig = {
+		.input_tokens = req->input_tokens,
+		.has_peak = req->has_peak,
+		.expected_peak = req->expected_peak,
+		.has_ttft = req->has_ttft_slo,
+		.ttft_ms = req->ttft_slo_ms,
+		.has_tps = req->has_tps_slo,
+		.tps = req->tps_slo,
+	};
+	enum pick_outcome o =
+		bucket_resolver_resolve(&g->resolver, &sig, g->order, g->n_buckets, &n_order, &why);
+	if (o == PICK_INVALID_SIGNAL) {
+		router_error_set(err, 400, "bad_request", -1, "%s", why);
+		return SY_EINVAL;
+	}
+	if (o == PICK_NO_MATCHING_BUCKET) {
+		if (req->has_peak)
+			router_error_set(err, 400, "no_matching_bucket", -1,
+					 "no bucket accepts %llu input tokens with an expected "
+					 "peak of %llu tokens",
+					 (unsigned long long)req->input_tokens,
+					 (unsigned long long)req->expected_peak);
+		else
+			router_error_set(err, 400, "no_matching_bucket", -1,
+					 "no bucket accepts %llu input tokens",
+					 (unsigned long long)req->input_tokens);
+		return SY_EINVAL;
+	}
+	if (o != PICK_OK) {
+		router_error_set(err, 500, "internal_error", -1, "bucket resolution failed: %s", why);
+		return SY_EMALFORMED;
+	}
+
+	struct pick_env env = {
+		.req = req,
+		.region = r,
+		.now_ns = now_ns,
+		.fleet = &g->fleet,
+		.model_idx = model,
+		.scratch = {g->scratch[0], g->scratch[1]},
+		.scratch_cap = g->scratch_cap,
+		.rej = &rej,
+	};
+	enum engine_stage last_stage = STAGE_PLAIN;
+	o = attempt(g, &env, n_order, out, &last_stage);
+	if (o != PICK_OK && env.stale) {
+		/* The table moved under the snapshot: refresh and try once more. */
+		err->n_details = err->n_details_total = 0;
+		rej.count = 0;
+		env.stale = false;
+		fleet_refresh(&g->fleet, r, now_ns, true);
+		env.model_idx = fleet_model_index(&g->fleet, req->model.ptr, req->model.len);
+		if (env.model_idx == FLEET_NO_MODEL) {
+			router_error_set(err, 404, "model_not_found", -1,
+					 "model \"%.*s\" is not served", model_len(req),
+					 req->model.ptr);
+			return SY_ENOENT;
+		}
+		o = attempt(g, &env, n_order, out, &last_stage);
+	}
+	if (o == PICK_OK) {
+		router_error_clear(err);
+		return SY_OK;
+	}
+	switch (o) {
+	case PICK_NO_CANDIDATES:
+	case PICK_ADMISSION_REJECTED:
+	case PICK_NO_ADMISSIBLE_ENGINE:
+		break;
+	case PICK_INVALID_SIGNAL:
+		router_error_set(err, 500, "internal_error", -1,
+				 "engine selection failed: invalid routing signal");
+		return SY_EMALFORMED;
+	case PICK_OUTSIDE_CANDIDATES:
+		router_error_set(err, 500, "internal_error", -1,
+				 "engine selection failed: the policy answered outside its "
+				 "candidates");
+		return SY_EMALFORMED;
+	default:
+		router_error_set(err, 500, "internal_error", -1,
+				 "engine selection failed: invalid configuration");
+		return SY_EMALFORMED;
+	}
+	if (rej.count > 0) {
+		router_error_set(err, 503, "policy_selection_failed", -1,
+				 "every bucket was tried; %zu worker(s) rejected the request at "
+				 "their admission limits",
+				 rej.count);
+		return SY_EBUSY;
+	}
+	switch (last_stage) {
+	case STAGE_PREFILL:
+		router_error_set(err, 503, "no_prefill_workers_available", -1,
+				 "no prefill worker is available for model \"%.*s\"", model_len(req),
+				 req->model.ptr);
+		break;
+	case STAGE_DECODE:
+		router_error_set(err, 503, "no_decode_workers_available", -1,
+				 "no decode worker is available for model \"%.*s\"", model_len(req),
+				 req->model.ptr);
+		break;
+	default:
+		router_error_set(err, 503, "no_healthy_workers", -1,
+				 "no healthy worker is available for model \"%.*s\"", model_len(req),
+				 req->model.ptr);
+		break;
+	}
+	return SY_EBUSY;
+}

@@ -1,0 +1,89 @@
+/* errors.c — the router's own responses: JSON error bodies and plain bodies.
+ *
+ * Error body (DESIGN.md §9, reference/policy-defaults.md §8):
+ *   {"error":{"type":"invalid_request_error"|"server_error","code":CODE,
+ *             "message":MSG[,"details":DETAILS]}}
+ * plus header x-router-error-code: CODE. Every response the router writes
+ * itself goes through here, so every one is counted in the metrics.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "router/core/buf.h"
+#include "router/http/error_body.h"
+#include "router/http/metrics.h"
+#include "router/worker.h"
+
+const char *rt_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 413: return "Payload Too Large";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return status < 400 ? "OK" : "Error";
+	}
+}
+
+int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ctype,
+		 const char *body, size_t len)
+{
+	req->res.status = status;
+	req->res.reason = rt_reason(status);
+	if (ctype != NULL)
+		h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype,
+			       strlen(ctype));
+	h2o_iovec_t id = rt_request_id(req);
+	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL,
+			      id.base, id.len);
+	rt_metrics_response(rt_w.metrics, rt_w.index, route, status);
+	h2o_iovec_t copy = h2o_strdup(&req->pool, body, len);
+	h2o_send_inline(req, copy.base, copy.len);
+	return 0;
+}
+
+int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
+		  const char *message, const char *details_json)
+{
+	if (rt_error_code_status(code) != status)
+		sy_warn("error code %s sent with status %d (the code table says %d)", code, status,
+			rt_error_code_status(code));
+	struct rt_buf b = {0};
+	rt_error_body(&b, status, code, message, details_json);
+	h2o_iovec_t c = h2o_strdup(&req->pool, code, strlen(code));
+	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-router-error-code"), 0,
+			      NULL, c.base, c.len);
+	if (b.oom) {
+		static const char oom[] = "{\"error\":{\"type\":\"server_error\",\"code\":"
+					  "\"internal_error\",\"message\":\"out of memory\"}}\n";
+		rt_send_body(req, route, 500, "application/json", oom, sizeof(oom) - 1);
+	} else {
+		rt_send_body(req, route, status, "application/json", b.p, b.n);
+	}
+	rt_access_log(req, route, status, NULL, 0, b.n);
+	rt_buf_free(&b);
+	return 0;
+}
+
+int rt_send_errorf(h2o_req_t *req, enum rt_route route, int status, const char *code,
+		   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return rt_send_error(req, route, status, code, msg, NULL);
+}

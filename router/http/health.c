@@ -1,0 +1,80 @@
+/* health.c — liveness, readiness, model list and metrics routes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "router/dispatch/breaker.h"
+#include "router/core/buf.h"
+#include "router/http/metrics.h"
+#include "router/pick.h"
+#include "router/http/routes.h"
+
+int rt_route_health(h2o_req_t *req)
+{
+	return rt_send_body(req, RT_ROUTE_HEALTH, 200, "text/plain; charset=utf-8", "ok\n", 3);
+}
+
+static bool any_worker_known(void)
+{
+	struct statebus_region *r = rt_w.region;
+	uint32_t cap = r ? statebus_workers_capacity(r) : 0;
+	for (uint32_t s = 0; s < cap; s++) {
+		struct statebus_worker w;
+		if (statebus_worker_read(r, s, &w) == SY_OK && w.state == STATEBUS_WORKER_ACTIVE)
+			return true;
+	}
+	return false;
+}
+
+int rt_route_readyz(h2o_req_t *req)
+{
+	if (rt_w.draining)
+		return rt_send_error(req, RT_ROUTE_READYZ, 503, "draining",
+				     "the router is shutting down", NULL);
+	if (!any_worker_known())
+		return rt_send_error(req, RT_ROUTE_READYZ, 503, "no_healthy_workers",
+				     "no worker is known yet", NULL);
+	return rt_send_body(req, RT_ROUTE_READYZ, 200, "text/plain; charset=utf-8", "ready\n", 6);
+}
+
+static void model_cb(const char *model, void *arg)
+{
+	struct rt_buf *b = arg;
+	if (b->p[b->n - 1] != '[')
+		rt_buf_puts(b, ",");
+	rt_buf_puts(b, "{\"id\":\"");
+	rt_buf_json_str(b, model, strlen(model));
+	rt_buf_puts(b, "\",\"object\":\"model\",\"created\":0,\"owned_by\":\"switchyard\"}");
+}
+
+int rt_route_models(h2o_req_t *req)
+{
+	struct rt_buf b = {0};
+	rt_buf_puts(&b, "{\"object\":\"list\",\"data\":[");
+	if (!b.oom)
+		rt_models_each(rt_w.gen, model_cb, &b);
+	rt_buf_puts(&b, "]}\n");
+	if (b.oom) {
+		rt_buf_free(&b);
+		return rt_send_error(req, RT_ROUTE_MODELS, 500, "internal_error", "out of memory", NULL);
+	}
+	rt_send_body(req, RT_ROUTE_MODELS, 200, "application/json", b.p, b.n);
+	rt_buf_free(&b);
+	return 0;
+}
+
+static int cb_state(uint32_t slot) { return (int)rt_breaker_state(rt_w.breakers, slot); }
+
+int rt_route_metrics(h2o_req_t *req)
+{
+	char *text;
+	size_t len;
+	if (rt_metrics_render(rt_w.metrics, rt_w.region,
+			      rt_w.cfg->router.cb_threshold > 0 ? cb_state : NULL, &text, &len) != 0)
+		return rt_send_error(req, RT_ROUTE_METRICS, 500, "internal_error", "out of memory",
+				     NULL);
+	rt_send_body(req, RT_ROUTE_METRICS, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+		     len);
+	free(text);
+	return 0;
+}

@@ -1,0 +1,640 @@
+/* metrics.c — shared-mapping counters and the Prometheus exposition.
+ *
+ * Layout of the mapping (all uint64_t; relaxed atomic loads and stores, each
+ * row written by its one worker process):
+ *   struct rt_metrics (header + label table)
+ *   rows[procs]            struct rt_metrics_row
+ *   worker_cells[procs][max_workers][RT_OUT_COUNT_]
+ * See metrics.h for why this is not in the state-plane region.
+ */
+#include "router/http/metrics.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "router/core/buf.h"
+#include "router/core/generation.h"
+#include "statebus-counters.h"
+
+/* Status codes with their own label value; anything else counts as "other"
+ * (slot RT_STATUS_SLOTS - 1). */
+static const int status_slots[RT_STATUS_SLOTS - 1] = {200, 400, 401, 404, 405, 413,
+						      429, 500, 502, 503, 504};
+
+/* Histogram edges in seconds: request-scale and overhead-scale. */
+static const double edges_request[RT_HIST_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 300, 600};
+static const double edges_phase[RT_HIST_BUCKETS] = {
+	1e-6, 2.5e-6, 5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
+	1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 0.25};
+
+struct rt_hist {
+	uint64_t buckets[RT_HIST_BUCKETS + 1]; /* non-cumulative; last = +Inf */
+	uint64_t count;
+	uint64_t sum_ns;
+};
+
+struct rt_metrics_row {
+	uint64_t requests[RT_ROUTE_COUNT_];
+	uint64_t responses[RT_ROUTE_COUNT_][RT_STATUS_SLOTS];
+	uint64_t decisions[RT_METRICS_LABELS];      /* by interned "policy\0reason" */
+	uint64_t failures[RT_METRICS_LABELS];       /* by interned code */
+	uint64_t sampling_rejections[RT_METRICS_LABELS]; /* by interned param */
+	uint64_t stream[RT_STREAM_COUNT_];
+	uint64_t retries;
+	struct router_cache_totals cache;
+	struct rt_hist duration;
+	struct rt_hist ttft;
+	struct rt_hist phase[RT_PHASE_COUNT_];
+};
+
+struct rt_label {
+	uint32_t state; /* 0 free, 1 being written, 2 ready */
+	char s[RT_METRICS_LABEL_MAX];
+};
+
+struct rt_metrics {
+	uint32_t procs;
+	uint32_t max_workers;
+	size_t size;
+	struct rt_label labels[RT_METRICS_LABELS];
+	struct rt_metrics_row rows[];
+	/* followed by worker cells */
+};
+
+static uint64_t *worker_cells(struct rt_metrics *m)
+{
+	return (uint64_t *)(void *)&m->rows[m->procs];
+}
+
+struct rt_metrics *rt_metrics_create(unsigned procs, unsigned max_workers)
+{
+	size_t size = sizeof(struct rt_metrics) + (size_t)procs * sizeof(struct rt_metrics_row) +
+		      (size_t)procs * max_workers * RT_OUT_COUNT_ * sizeof(uint64_t);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	struct rt_metrics *m = p; /* zero-filled by the kernel */
+	m->procs = procs;
+	m->max_workers = max_workers;
+	m->size = size;
+	return m;
+}
+
+/* Single writer per row (metrics.h): a plain load + store, each atomic for
+ * the readers, instead of a locked add on the hot path. */
+static inline void add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+static inline uint64_t get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+
+static struct rt_metrics_row *row_of(struct rt_metrics *m, unsigned row)
+{
+	return m != NULL && row < m->procs ? &m->rows[row] : NULL;
+}
+
+/* Interns `s` (truncated to the label size); returns its index, or
+ * RT_METRICS_LABELS - 1 ("other") when the table is full. */
+static unsigned intern(struct rt_metrics *m, const char *s, size_t len)
+{
+	if (len >= RT_METRICS_LABEL_MAX)
+		len = RT_METRICS_LABEL_MAX - 1;
+	for (unsigned i = 0; i < RT_METRICS_LABELS - 1; i++) {
+		struct rt_label *l = &m->labels[i];
+		uint32_t st = __atomic_load_n(&l->state, __ATOMIC_ACQUIRE);
+		if (st == 0) {
+			uint32_t zero = 0;
+			if (__atomic_compare_exchange_n(&l->state, &zero, 1, false, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE)) {
+				memcpy(l->s, s, len);
+				l->s[len] = '\0';
+				if (len + 1 < RT_METRICS_LABEL_MAX)
+					l->s[len + 1] = '\0';
+				__atomic_store_n(&l->state, 2, __ATOMIC_RELEASE);
+				return i;
+			}
+			st = zero;
+		}
+		while (st == 1) /* another process is writing it: a few bytes, wait */
+			st = __atomic_load_n(&l->state, __ATOMIC_ACQUIRE);
+		if (memcmp(l->s, s, len) == 0 && l->s[len] == '\0')
+			return i;
+	}
+	return RT_METRICS_LABELS - 1;
+}
+
+/* Interns `kind` (one letter) ':' `s`: kinds never collide. */
+static unsigned intern_kind(struct rt_metrics *m, char kind, const char *s, size_t len)
+{
+	char key[RT_METRICS_LABEL_MAX];
+	if (len > RT_METRICS_LABEL_MAX - 3)
+		len = RT_METRICS_LABEL_MAX - 3;
+	key[0] = kind;
+	key[1] = ':';
+	memcpy(key + 2, s, len);
+	key[len + 2] = '\0';
+	return intern(m, key, len + 2);
+}
+
+void rt_metrics_request(struct rt_metrics *m, unsigned row, enum rt_route route)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r && (unsigned)route < RT_ROUTE_COUNT_)
+		add(&r->requests[route], 1);
+}
+
+void rt_metrics_response(struct rt_metrics *m, unsigned row, enum rt_route route, int status)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r || (unsigned)route >= RT_ROUTE_COUNT_)
+		return;
+	unsigned s = RT_STATUS_SLOTS - 1;
+	for (unsigned i = 0; i < RT_STATUS_SLOTS - 1; i++)
+		if (status_slots[i] == status)
+			s = i;
+	add(&r->responses[route][s], 1);
+}
+
+void rt_metrics_worker(struct rt_metrics *m, unsigned row, uint32_t slot, enum rt_outcome o)
+{
+	if (!m || row >= m->procs || slot >= m->max_workers || (unsigned)o >= RT_OUT_COUNT_)
+		return;
+	add(&worker_cells(m)[((size_t)row * m->max_workers + slot) * RT_OUT_COUNT_ + o], 1);
+}
+
+void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
+			 const char *reason)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r)
+		return;
+	char key[RT_METRICS_LABEL_MAX];
+	/* "policy\0reason" packed; both parts truncated to fit. */
+	size_t pl = strnlen(policy ? policy : "", 28), rl = strnlen(reason ? reason : "", 28);
+	memcpy(key, policy ? policy : "", pl);
+	key[pl] = '\0';
+	memcpy(key + pl + 1, reason ? reason : "", rl);
+	/* The same decision repeats request after request: try the label the
+	 * last decision interned before scanning the table (checked against
+	 * the table itself, so another mapping at the same address is safe). */
+	static __thread unsigned last_idx;
+	size_t kl = pl + 1 + rl;
+	const struct rt_label *l = &m->labels[last_idx];
+	if (!(last_idx < RT_METRICS_LABELS - 1 &&
+	      __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 2 && l->s[0] == 'd' &&
+	      l->s[1] == ':' && memcmp(l->s + 2, key, kl) == 0 && l->s[kl + 2] == '\0'))
+		/* intern compares len bytes + the NUL: pass the packed length. */
+		last_idx = intern_kind(m, 'd', key, kl);
+	add(&r->decisions[last_idx], 1);
+}
+
+void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		add(&r->failures[intern_kind(m, 'f', code, strlen(code))], 1);
+}
+
+void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		add(&r->sampling_rejections[intern_kind(m, 's', param, strlen(param))], 1);
+}
+
+static void hist_add(struct rt_hist *h, const double *edges, uint64_t ns)
+{
+	double s = (double)ns / 1e9;
+	unsigned i = 0;
+	while (i < RT_HIST_BUCKETS && s > edges[i])
+		i++;
+	add(&h->buckets[i], 1);
+	add(&h->count, 1);
+	add(&h->sum_ns, ns);
+}
+
+void rt_metrics_duration(struct rt_metrics *m, unsigned row, uint64_t ns)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		hist_add(&r->duration, edges_request, ns);
+}
+
+void rt_metrics_ttft(struct rt_metrics *m, unsigned row, uint64_t ns)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		hist_add(&r->ttft, edges_request, ns);
+}
+
+void rt_metrics_phase(struct rt_metrics *m, unsigned row, enum rt_phase phase, uint64_t ns)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r && (unsigned)phase < RT_PHASE_COUNT_)
+		hist_add(&r->phase[phase], edges_phase, ns);
+}
+
+void rt_metrics_stream(struct rt_metrics *m, unsigned row, enum rt_stream_outcome o)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r && (unsigned)o < RT_STREAM_COUNT_)
+		add(&r->stream[o], 1);
+}
+
+void rt_metrics_retry(struct rt_metrics *m, unsigned row)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		add(&r->retries, 1);
+}
+
+void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r || delta == NULL)
+		return;
+	uint64_t *c = (uint64_t *)(void *)&r->cache;
+	const uint64_t *d = (const uint64_t *)(const void *)delta;
+	for (size_t i = 0; i < sizeof(r->cache) / sizeof(uint64_t); i++)
+		if (d[i] != 0)
+			add(&c[i], d[i]);
+}
+
+enum rt_outcome rt_outcome_of_status(int status)
+{
+	if (status == 429 || status == 503)
+		return RT_OUT_BACKPRESSURE;
+	if (status >= 500 || status <= 0)
+		return RT_OUT_ERROR;
+	if (status >= 400)
+		return RT_OUT_CLIENT_ERROR;
+	return RT_OUT_SUCCESS;
+}
+
+/* ---- exposition -------------------------------------------------------- */
+
+static const char *const outcome_names[RT_OUT_COUNT_] = {"success", "client_error",
+							  "backpressure", "error", "cancelled"};
+static const char *const phase_names[RT_PHASE_COUNT_] = {"prepare", "tokenize", "hash",
+							  "pick", "upstream_connect", "ttfb"};
+static const char *const stream_names[RT_STREAM_COUNT_] = {"complete", "client_cancel",
+							    "upstream_error", "idle_timeout"};
+
+static const char *method_of(enum rt_route r)
+{
+	switch (r) {
+	case RT_ROUTE_CHAT:
+	case RT_ROUTE_COMPLETIONS:
+	case RT_ROUTE_GENERATE:
+	case RT_ROUTE_FLUSH_CACHE:
+	case RT_ROUTE_TOKENIZE:
+	case RT_ROUTE_DETOKENIZE:
+		return "POST";
+	case RT_ROUTE_OTHER:
+	case RT_ROUTE_WORKERS:
+		return "ANY";
+	default:
+		return "GET";
+	}
+}
+
+static void label_esc(struct rt_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			rt_buf_put(b, "\\", 1);
+		if (*s == '\n') {
+			rt_buf_puts(b, "\\n");
+			continue;
+		}
+		rt_buf_put(b, s, 1);
+	}
+}
+
+static void render_hist(struct rt_buf *b, struct rt_metrics *m, const char *name,
+			const char *labels, size_t hist_off, const double *edges)
+{
+	uint64_t cum = 0, count = 0, sum = 0;
+	uint64_t bk[RT_HIST_BUCKETS + 1] = {0};
+	for (unsigned p = 0; p < m->procs; p++) {
+		const struct rt_hist *h = (const void *)((const char *)&m->rows[p] + hist_off);
+		for (unsigned i = 0; i <= RT_HIST_BUCKETS; i++)
+			bk[i] += get(&h->buckets[i]);
+		count += get(&h->count);
+		sum += get(&h->sum_ns);
+	}
+	const char *sep = labels[0] ? "," : "";
+	for (unsigned i = 0; i < RT_HIST_BUCKETS; i++) {
+		cum += bk[i];
+		rt_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, edges[i],
+			      (unsigned long long)cum);
+	}
+	cum += bk[RT_HIST_BUCKETS];
+	rt_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+		      (unsigned long long)cum);
+	const char *lo = labels[0] ? "{" : "", *lc = labels[0] ? "}" : "";
+	rt_buf_printf(b, "%s_sum%s%s%s %.9f\n%s_count%s%s%s %llu\n", name, lo, labels, lc,
+		      (double)sum / 1e9, name, lo, labels, lc, (unsigned long long)count);
+}
+
+/* Sum over rows of the uint64_t at byte offset `off` of struct
+ * router_cache_totals. */
+static uint64_t cache_sum(struct rt_metrics *m, size_t off)
+{
+	uint64_t v = 0;
+	for (unsigned p = 0; p < m->procs; p++)
+		v += get((const uint64_t *)(const void *)((const char *)&m->rows[p].cache + off));
+	return v;
+}
+
+#define CACHE_OFF(field) offsetof(struct router_cache_totals, field)
+
+static void render_cache(struct rt_buf *b, struct rt_metrics *m)
+{
+	rt_buf_puts(b, "# HELP switchyard_cache_aware_decisions_total cache_aware picks, by "
+		       "decision.\n# TYPE switchyard_cache_aware_decisions_total counter\n");
+	for (int d = 0; d < CACHE_AWARE_DECISIONS_; d++)
+		rt_buf_printf(b, "switchyard_cache_aware_decisions_total{decision=\"%s\"} %llu\n",
+			      cache_aware_decision_name((enum cache_aware_decision)d),
+			      (unsigned long long)cache_sum(m, CACHE_OFF(decisions) +
+								   d * sizeof(uint64_t)));
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} plain[] = {
+		{"switchyard_cache_admission_evaluated_total",
+		 "Cache candidates put through hard admission.", CACHE_OFF(admission_evaluated)},
+		{"switchyard_cache_admission_rejected_total",
+		 "Cache candidates refused by hard admission.", CACHE_OFF(admission_rejected)},
+		{"switchyard_cache_pressure_guard_compared_total",
+		 "Pressure-guard comparisons between cache candidates.", CACHE_OFF(guard_compared)},
+		{"switchyard_cache_pressure_guard_override_total",
+		 "Pressure-guard comparisons that switched to the less pressured candidate.",
+		 CACHE_OFF(guard_override)},
+	};
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		rt_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", plain[i].name,
+			      plain[i].help, plain[i].name, plain[i].name,
+			      (unsigned long long)cache_sum(m, plain[i].off));
+	rt_buf_printf(b,
+		      "# HELP switchyard_digest_memo_pages_total Prompt pages hashed through the "
+		      "per-process digest memo: hit (served from the memo) or miss (SHA-256).\n"
+		      "# TYPE switchyard_digest_memo_pages_total counter\n"
+		      "switchyard_digest_memo_pages_total{result=\"hit\"} %llu\n"
+		      "switchyard_digest_memo_pages_total{result=\"miss\"} %llu\n",
+		      (unsigned long long)cache_sum(m, CACHE_OFF(digest_hits)),
+		      (unsigned long long)cache_sum(m, CACHE_OFF(digest_misses)));
+	rt_buf_puts(b, "# HELP switchyard_cache_prefix_lookups_total Prefix-source answers, by "
+		       "source, outcome and (unavailable) reason.\n"
+		       "# TYPE switchyard_cache_prefix_lookups_total counter\n");
+	static const char *const kinds[ROUTER_CACHE_SOURCE_KINDS] = {"local", "indexer"};
+	for (int k = 0; k < ROUTER_CACHE_SOURCE_KINDS; k++) {
+		const struct {
+			enum prefix_status st;
+			size_t off;
+		} outs[] = {
+			{PREFIX_FOUND, CACHE_OFF(found) + k * sizeof(uint64_t)},
+			{PREFIX_NO_CHAIN, CACHE_OFF(no_chain) + k * sizeof(uint64_t)},
+			{PREFIX_REJECTED, CACHE_OFF(rejected) + k * sizeof(uint64_t)},
+		};
+		for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++)
+			rt_buf_printf(b,
+				      "switchyard_cache_prefix_lookups_total{source=\"%s\",outcome=\"%s\","
+				      "reason=\"none\"} %llu\n",
+				      kinds[k], prefix_status_name(outs[i].st),
+				      (unsigned long long)cache_sum(m, outs[i].off));
+		for (int w = PREFIX_WHY_TIMEOUT; w <= PREFIX_WHY_TOO_LARGE; w++)
+			rt_buf_printf(b,
+				      "switchyard_cache_prefix_lookups_total{source=\"%s\",outcome=\"%s\","
+				      "reason=\"%s\"} %llu\n",
+				      kinds[k], prefix_status_name(PREFIX_UNAVAILABLE),
+				      prefix_unavailable_name((enum prefix_unavailable)w),
+				      (unsigned long long)cache_sum(
+					      m, CACHE_OFF(unavailable) +
+							 ((size_t)k * (PREFIX_WHY_TOO_LARGE + 1) + w) *
+								 sizeof(uint64_t)));
+	}
+}
+
+/* The statebus's counters, read from the region's counters block (DESIGN.md
+ * §5: "a router's /metrics and syctl streams read them from there"), and
+ * whether a statebus is live (header heartbeat, 5 s). Region-wide values:
+ * every router of the host reports the same numbers. */
+static void render_region_counters(struct rt_buf *b, struct statebus_region *region)
+{
+	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++) {
+		const char *name = statebus_counter_name(i);
+		if (name == NULL)
+			continue;
+		rt_buf_printf(b, "# HELP %s Counted by the statebus in the state plane.\n"
+				 "# TYPE %s counter\n%s %llu\n",
+			      name, name, name, (unsigned long long)statebus_counter_get(region, i));
+	}
+	rt_buf_printf(b, "# HELP switchyard_statebus_live 1 while a statebus writes the state "
+			 "plane (heartbeat within 5 s).\n# TYPE switchyard_statebus_live gauge\n"
+			 "switchyard_statebus_live %d\n",
+		      statebus_daemon_live(region, sy_mono_ns(), 5000000000ull) ? 1 : 0);
+}
+
+int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
+		      int (*cb_state)(uint32_t slot), char **out, size_t *len)
+{
+	struct rt_buf b = {0};
+	if (m == NULL)
+		return SY_EINVAL;
+
+	rt_buf_puts(&b, "# HELP switchyard_requests_total Requests received, by route.\n"
+			"# TYPE switchyard_requests_total counter\n");
+	for (unsigned r = 0; r < RT_ROUTE_COUNT_; r++) {
+		uint64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += get(&m->rows[p].requests[r]);
+		rt_buf_printf(&b, "switchyard_requests_total{route=\"%s\",method=\"%s\"} %llu\n",
+			      rt_route_name(r), method_of(r), (unsigned long long)v);
+	}
+	rt_buf_puts(&b, "# HELP switchyard_responses_total Responses sent, by route and status.\n"
+			"# TYPE switchyard_responses_total counter\n");
+	for (unsigned r = 0; r < RT_ROUTE_COUNT_; r++)
+		for (unsigned s = 0; s < RT_STATUS_SLOTS; s++) {
+			uint64_t v = 0;
+			for (unsigned p = 0; p < m->procs; p++)
+				v += get(&m->rows[p].responses[r][s]);
+			if (v == 0)
+				continue;
+			char code[8];
+			if (s < RT_STATUS_SLOTS - 1)
+				snprintf(code, sizeof(code), "%d", status_slots[s]);
+			else
+				snprintf(code, sizeof(code), "other");
+			rt_buf_printf(&b,
+				      "switchyard_responses_total{route=\"%s\",method=\"%s\","
+				      "status_code=\"%s\"} %llu\n",
+				      rt_route_name(r), method_of(r), code, (unsigned long long)v);
+		}
+
+	/* Per worker: requests by outcome, in-flight, health, breaker. */
+	rt_buf_puts(&b, "# HELP switchyard_worker_requests_total Requests dispatched to a worker, "
+			"by outcome.\n# TYPE switchyard_worker_requests_total counter\n");
+	struct rt_buf gauges = {0};
+	rt_buf_puts(&gauges, "# HELP switchyard_worker_inflight_requests Requests in flight at a "
+			     "worker (all router processes of the host).\n"
+			     "# TYPE switchyard_worker_inflight_requests gauge\n");
+	/* One buffer per family: Prometheus text wants each family's samples
+	 * in one group after its TYPE line. */
+	struct rt_buf health = {0}, cbs = {0};
+	rt_buf_puts(&health, "# HELP switchyard_worker_health 1 when the worker's last health "
+			     "check passed.\n# TYPE switchyard_worker_health gauge\n");
+	rt_buf_puts(&cbs, "# HELP switchyard_worker_cb_state Circuit breaker: 0 closed, 1 open, "
+			  "2 half-open.\n# TYPE switchyard_worker_cb_state gauge\n");
+	uint64_t n_workers[3] = {0, 0, 0};
+	int64_t active = 0;
+	uint32_t cap = region ? statebus_workers_capacity(region) : 0;
+	for (uint32_t slot = 0; slot < cap; slot++) {
+		struct statebus_worker w;
+		if (statebus_worker_read(region, slot, &w) != SY_OK ||
+		    w.state == STATEBUS_WORKER_FREE)
+			continue;
+		static const char *const modes[3] = {"plain", "prefill", "decode"};
+		const char *mode = w.role < 3 ? modes[w.role] : "plain";
+		if (w.role < 3)
+			n_workers[w.role]++;
+		struct rt_buf lab = {0};
+		rt_buf_puts(&lab, "worker_url=\"");
+		label_esc(&lab, w.id);
+		rt_buf_puts(&lab, "\",model_id=\"");
+		label_esc(&lab, w.model);
+		rt_buf_printf(&lab, "\",mode=\"%s\"", mode);
+		const char *l = lab.p ? lab.p : "";
+		if (slot < m->max_workers)
+			for (unsigned o = 0; o < RT_OUT_COUNT_; o++) {
+				uint64_t v = 0;
+				for (unsigned p = 0; p < m->procs; p++)
+					v += get(&worker_cells(m)[((size_t)p * m->max_workers + slot) *
+									  RT_OUT_COUNT_ + o]);
+				rt_buf_printf(&b,
+					      "switchyard_worker_requests_total{%s,outcome=\"%s\"} %llu\n",
+					      l, outcome_names[o], (unsigned long long)v);
+			}
+		int64_t infl = 0;
+		statebus_inflight_sum(region, slot, &infl, NULL);
+		active += infl;
+		rt_buf_printf(&gauges, "switchyard_worker_inflight_requests{%s} %lld\n", l,
+			      (long long)infl);
+		rt_buf_printf(&health, "switchyard_worker_health{%s} %d\n", l, w.healthy ? 1 : 0);
+		if (cb_state)
+			rt_buf_printf(&cbs, "switchyard_worker_cb_state{%s} %d\n", l, cb_state(slot));
+		rt_buf_free(&lab);
+	}
+	if (gauges.p)
+		rt_buf_put(&b, gauges.p, gauges.n);
+	if (health.p)
+		rt_buf_put(&b, health.p, health.n);
+	if (cb_state && cbs.p)
+		rt_buf_put(&b, cbs.p, cbs.n);
+	if (gauges.oom || health.oom || cbs.oom)
+		b.oom = true;
+	rt_buf_free(&gauges);
+	rt_buf_free(&health);
+	rt_buf_free(&cbs);
+	rt_buf_printf(&b,
+		      "# HELP switchyard_workers Workers in the state plane, by mode.\n"
+		      "# TYPE switchyard_workers gauge\n"
+		      "switchyard_workers{mode=\"plain\"} %llu\n"
+		      "switchyard_workers{mode=\"prefill\"} %llu\n"
+		      "switchyard_workers{mode=\"decode\"} %llu\n"
+		      "# HELP switchyard_active_load Requests in flight over every worker.\n"
+		      "# TYPE switchyard_active_load gauge\nswitchyard_active_load %lld\n",
+		      (unsigned long long)n_workers[0], (unsigned long long)n_workers[1],
+		      (unsigned long long)n_workers[2], (long long)active);
+
+	/* Labelled by interned strings. */
+	rt_buf_puts(&b, "# HELP switchyard_policy_decisions_total Engine picks, by policy and "
+			"reason.\n# TYPE switchyard_policy_decisions_total counter\n");
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
+		uint64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += get(&m->rows[p].decisions[i]);
+		if (v == 0)
+			continue;
+		const char *pol = i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other";
+		const char *rea = i < RT_METRICS_LABELS - 1 ? pol + strlen(pol) + 1 : "other";
+		rt_buf_puts(&b, "switchyard_policy_decisions_total{policy=\"");
+		label_esc(&b, pol);
+		rt_buf_puts(&b, "\",reason=\"");
+		label_esc(&b, rea);
+		rt_buf_printf(&b, "\"} %llu\n", (unsigned long long)v);
+	}
+	rt_buf_puts(&b, "# HELP switchyard_policy_selection_failures_total Requests no engine "
+			"could be selected for, by error code.\n"
+			"# TYPE switchyard_policy_selection_failures_total counter\n");
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
+		uint64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += get(&m->rows[p].failures[i]);
+		if (v == 0)
+			continue;
+		rt_buf_puts(&b, "switchyard_policy_selection_failures_total{code=\"");
+		label_esc(&b, i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other");
+		rt_buf_printf(&b, "\"} %llu\n", (unsigned long long)v);
+	}
+	rt_buf_puts(&b, "# HELP switchyard_sampling_contract_rejections_total Requests refused "
+			"for a sampling parameter that differs from the override.\n"
+			"# TYPE switchyard_sampling_contract_rejections_total counter\n");
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
+		uint64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += get(&m->rows[p].sampling_rejections[i]);
+		if (v == 0)
+			continue;
+		rt_buf_puts(&b, "switchyard_sampling_contract_rejections_total{param=\"");
+		label_esc(&b, i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other");
+		rt_buf_printf(&b, "\"} %llu\n", (unsigned long long)v);
+	}
+	rt_buf_puts(&b, "# HELP switchyard_stream_outcome_total Streamed responses, by outcome.\n"
+			"# TYPE switchyard_stream_outcome_total counter\n");
+	for (unsigned o = 0; o < RT_STREAM_COUNT_; o++) {
+		uint64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += get(&m->rows[p].stream[o]);
+		rt_buf_printf(&b, "switchyard_stream_outcome_total{outcome=\"%s\"} %llu\n",
+			      stream_names[o], (unsigned long long)v);
+	}
+	uint64_t retries = 0;
+	for (unsigned p = 0; p < m->procs; p++)
+		retries += get(&m->rows[p].retries);
+	rt_buf_printf(&b, "# HELP switchyard_retries_total Re-dispatches to another worker "
+			  "before the first byte.\n# TYPE switchyard_retries_total counter\n"
+			  "switchyard_retries_total %llu\n",
+		      (unsigned long long)retries);
+
+	rt_buf_puts(&b, "# HELP switchyard_request_duration_seconds Inference request duration, "
+			"receipt to last byte.\n# TYPE switchyard_request_duration_seconds histogram\n");
+	render_hist(&b, m, "switchyard_request_duration_seconds", "",
+		    offsetof(struct rt_metrics_row, duration), edges_request);
+	rt_buf_puts(&b, "# HELP switchyard_ttft_seconds Receipt to the first response body byte "
+			"from the engine.\n# TYPE switchyard_ttft_seconds histogram\n");
+	render_hist(&b, m, "switchyard_ttft_seconds", "", offsetof(struct rt_metrics_row, ttft),
+		    edges_request);
+	rt_buf_puts(&b, "# HELP switchyard_router_phase_seconds Router overhead per request, by "
+			"phase.\n# TYPE switchyard_router_phase_seconds histogram\n");
+	for (unsigned ph = 0; ph < RT_PHASE_COUNT_; ph++) {
+		char lab[48];
+		snprintf(lab, sizeof(lab), "phase=\"%s\"", phase_names[ph]);
+		render_hist(&b, m, "switchyard_router_phase_seconds", lab,
+			    offsetof(struct rt_metrics_row, phase) + ph * sizeof(struct rt_hist),
+			    edges_phase);
+	}
+	render_cache(&b, m);
+	if (region != NULL)
+		render_region_counters(&b, region);
+	if (b.oom) {
+		rt_buf_free(&b);
+		return SY_ENOMEM;
+	}
+	*out = b.p;
+	*len = b.n;
+	return SY_OK;
+}

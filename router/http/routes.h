@@ -1,0 +1,32 @@
+/* routes.h — the router's HTTP routes (DESIGN.md §9 "Routes",
+ * reference/policy-defaults.md §7). Each takes the h2o request after the
+ * method check in server.c and returns 0 (handled). */
+#ifndef SY_ROUTER_ROUTES_H
+#define SY_ROUTER_ROUTES_H
+
+#include <h2o.h>
+
+#include "router/worker.h"
+
+/* POST /v1/chat/completions, /v1/completions, /generate (infer.c). */
+int rt_route_infer(h2o_req_t *req, enum rt_route route);
+
+/* GET /health, /healthz: liveness, "ok" (health.c). */
+int rt_route_health(h2o_req_t *req);
+/* GET /readyz: 503 while draining or before any worker is known. */
+int rt_route_readyz(h2o_req_t *req);
+/* GET /v1/models: OpenAI model list of the served models. */
+int rt_route_models(h2o_req_t *req);
+/* GET /metrics: Prometheus text, all router processes summed. */
+int rt_route_metrics(h2o_req_t *req);
+
+/* POST /flush_cache: fan-out to every worker (admin.c). */
+int rt_route_flush_cache(h2o_req_t *req);
+/* GET/POST/DELETE /workers[/ID]: admin API, bearer --admin-api-key. */
+int rt_route_workers(h2o_req_t *req, h2o_iovec_t path);
+
+/* POST /v1/tokenize, /v1/detokenize with the generation's tokenizer
+ * (tokenize.c). */
+int rt_route_tokenize(h2o_req_t *req, enum rt_route route);
+
+#endif

@@ -1,0 +1,95 @@
+/* cache_aware.h — the cache-aware policy's parameters, source and counters
+ * (reference/policy-defaults.md §2; SGLang policies_reorg/cache_aware.rs).
+ * The algorithm is described at the top of cache_aware.c.
+ *
+ * A cache_aware policy instance is made by policy_init(POLICY_CACHE_AWARE)
+ * with the reference defaults and the local source, then configured by the
+ * generation builder (router/core/generation.c) with cache_aware_configure(). It refuses
+ * decode groups (policy_init: SY_EINVAL; a pick on a decode stage:
+ * PICK_INVALID_CONFIGURATION).
+ */
+#ifndef SY_ROUTER_POLICIES_CACHE_AWARE_H
+#define SY_ROUTER_POLICIES_CACHE_AWARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "router/policies/cache/cache_source.h"
+#include "router/policies/policy.h"
+
+/* Reference defaults (§2). */
+#define CACHE_AWARE_MIN_MATCHED_TOKENS 1024u
+#define CACHE_AWARE_CANDIDATE_MIN_WORKERS 8u
+#define CACHE_AWARE_CANDIDATE_RATIO 0.05
+#define CACHE_AWARE_CANDIDATE_MAX_WORKERS 32u
+#define CACHE_AWARE_SWITCH_MARGIN_TOKENS 1024u
+#define CACHE_AWARE_MIN_LOAD_CHOICES 2u
+#define CACHE_AWARE_PRESSURE_ABS_TOKENS 1024u
+#define CACHE_AWARE_PRESSURE_REL 1.5
+
+/* Parameters; "unset" values are negative. */
+struct cache_aware_params {
+	uint64_t min_matched_tokens;     /* tokens */
+	double min_match_ratio;          /* matched / input; < 0 unset */
+	uint32_t candidate_min_workers;
+	double candidate_ratio;          /* of the group size */
+	uint32_t candidate_max_workers;
+	uint64_t switch_margin_tokens;   /* tokens */
+	int64_t worker_queue_limit;      /* waiting requests; < 0 unset */
+	int64_t saturation_queue_floor;  /* waiting requests; < 0 unset */
+	uint32_t min_load_choices;       /* load fallback sample size, ≥ 1 */
+	bool pressure_guard;             /* on by default */
+	uint64_t pressure_abs_tokens;    /* tokens */
+	double pressure_abs_ms;          /* ms; < 0 unset */
+	double pressure_rel;             /* > 1 */
+};
+
+/* Decision labels of switchyard_cache_aware_decisions_total. */
+enum cache_aware_decision {
+	CACHE_AWARE_HIT = 0,          /* "cache_hit": a cache candidate won */
+	CACHE_AWARE_MISS,             /* "cache_miss": no candidate, load fallback */
+	CACHE_AWARE_WORKER_QUEUED,    /* "cache_worker_queued": candidates existed,
+					 all held back by the soft queue gate;
+					 load fallback */
+	CACHE_AWARE_ALL_QUEUED,       /* "all_queued": saturation pin */
+	CACHE_AWARE_DECISIONS_,
+};
+
+/* Process-local counters of one instance (metrics, tests). */
+struct cache_aware_stats {
+	uint64_t decisions[CACHE_AWARE_DECISIONS_];
+	uint64_t admission_evaluated;   /* cache_admission_evaluated_total */
+	uint64_t admission_rejected;    /* cache_admission_rejected_total */
+	uint64_t guard_compared;        /* cache_pressure_guard_compared_total */
+	uint64_t guard_override;        /* cache_pressure_guard_override_total */
+	uint64_t invalid_signal;        /* rejected source answers */
+	uint64_t no_admissible;         /* PICK_NO_ADMISSIBLE_ENGINE outcomes */
+};
+
+/* Static label of a decision ("cache_hit", ...). */
+const char *cache_aware_decision_name(enum cache_aware_decision d);
+
+/* Fills the reference defaults. */
+void cache_aware_params_default(struct cache_aware_params *p);
+
+/* Sets the parameters of a cache_aware instance and its source (`src`
+ * borrowed, owned by the generation; NULL = the instance's local source).
+ * Errors: SY_EINVAL (not a cache_aware instance, or parameters outside
+ * their constraints: floor without limit or above it, rel ≤ 1, ratio ≤ 0,
+ * min workers > max workers, min_load_choices 0). */
+int cache_aware_configure(struct policy *p, const struct cache_aware_params *cp,
+			  struct cache_source *src);
+
+/* The instance's source (NULL when p is not cache_aware). */
+struct cache_source *cache_aware_source(const struct policy *p);
+
+/* The instance's counters (NULL when p is not cache_aware). */
+const struct cache_aware_stats *cache_aware_get_stats(const struct policy *p);
+
+/* Candidate bound of §2: min(n, max, max(min, ceil(ratio × n))). */
+uint32_t cache_aware_candidate_limit(const struct cache_aware_params *cp, size_t n);
+
+/* Set-up and teardown, called by policy_init / policy_destroy. */
+int cache_aware_init(struct policy *p, const char **why);
+
+#endif

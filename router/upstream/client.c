@@ -1,0 +1,516 @@
+/* lean.c — the lean upstream client (see uclient.h).
+ *
+ * One struct rt_lconn per TCP connection, malloc'd when the connection is
+ * made and freed when it closes; an exchange borrows it. Per upstream
+ * (struct rt_lean_pool in upstream.h) idle connections wait on a list,
+ * most recently used first, each with a keep-alive timer.
+ *
+ * Invariants
+ * - Every connection's socket has reading started for its whole life, so
+ *   it stays registered in epoll: reuse costs no epoll_ctl, no fcntl and no
+ *   recv(MSG_PEEK); a peer that closes an idle connection is seen at once
+ *   (on_read with no exchange) and the connection is freed.
+ * - c->x and x->conn point at each other while an exchange runs; both are
+ *   cleared together (detach) before any terminal callback.
+ * - A connection is freed only outside its own callbacks: while one runs
+ *   (c->in_cb), a cancel marks it doomed and the caller of the callback
+ *   frees it afterwards.
+ * - A connection goes back to the idle list only after a complete response
+ *   with keep-alive framing (content-length or chunked, HTTP/1.1, no
+ *   "connection: close") and nothing left over in its input.
+ * - A reused connection that dies before the first response byte is
+ *   replaced by a fresh one once (the peer closed it as idle while the
+ *   request was on its way; it never saw the request).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "common/log.h"
+#include "router/upstream/client.h"
+#include "router/upstream/pool.h"
+
+/* picohttpparser as bundled in and exported by libh2o-evloop (Debian ships
+ * no header for it). The decoder's public fields come first; the spare
+ * bytes cover private fields of any later version. */
+struct phr_header {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+};
+struct phr_chunked_decoder {
+	size_t bytes_left_in_chunk;
+	char consume_trailer;
+	char hex_count_;
+	char state_;
+	char spare_[64];
+};
+int phr_parse_response(const char *buf, size_t len, int *minor_version, int *status,
+		       const char **msg, size_t *msg_len, struct phr_header *headers,
+		       size_t *num_headers, size_t last_len);
+ssize_t phr_decode_chunked(struct phr_chunked_decoder *decoder, char *buf, size_t *bufsz);
+
+#define LEAN_MAX_HEADERS 100
+#define LEAN_MAX_HEAD_BYTES (64 * 1024)
+
+enum lstate { L_CONNECTING, L_HEAD, L_BODY, L_IDLE };
+enum lframing { F_LENGTH, F_CHUNKED, F_CLOSE };
+
+/* One upstream connection (see file comment). */
+struct rt_lconn {
+	h2o_socket_t *sock;
+	struct rt_lean_pool *pool;
+	struct rt_ux *x;              /* exchange; NULL when idle or detached */
+	h2o_linklist_t idle_link;     /* in pool->idle while idle */
+	h2o_timeout_entry_t idle_timer;
+	enum lstate state;
+	enum lframing framing;
+	size_t remaining;             /* F_LENGTH: body bytes still due */
+	struct phr_chunked_decoder dec;
+	bool reused;                  /* served an earlier exchange */
+	bool got_bytes;               /* a byte of the current response arrived */
+	bool keepalive;               /* reusable after this response */
+	bool in_cb;                   /* an exchange callback is running */
+	bool doomed;                  /* cancelled during in_cb: free afterwards */
+};
+
+static h2o_loop_t *lean_loop;
+static h2o_timeout_t lean_idle_timeout;
+
+static const char ERR_CONNECT[] = "cannot connect to the worker";
+static const char ERR_CLOSED[] = "the worker closed the connection before answering";
+static const char ERR_BAD_HEAD[] = "the worker sent an invalid response head";
+static const char ERR_BROKE_OFF[] = "the worker closed the connection mid-body";
+static const char ERR_BAD_CHUNK[] = "the worker sent an invalid chunked body";
+static const char ERR_NOMEM[] = "out of memory";
+
+static void on_read(h2o_socket_t *sock, const char *err);
+static void connect_new(struct rt_ux *x);
+
+void rt_lean_init(h2o_loop_t *loop, uint64_t idle_ms)
+{
+	lean_loop = loop;
+	h2o_timeout_init(loop, &lean_idle_timeout, idle_ms);
+}
+
+/* ---- connection lifetime ------------------------------------------------- */
+
+static void conn_free(struct rt_lconn *c)
+{
+	if (h2o_linklist_is_linked(&c->idle_link)) {
+		h2o_linklist_unlink(&c->idle_link);
+		c->pool->idle_count--;
+	}
+	if (h2o_timeout_is_linked(&c->idle_timer))
+		h2o_timeout_unlink(&c->idle_timer);
+	if (c->sock != NULL)
+		h2o_socket_close(c->sock); /* no callback of it runs after this */
+	free(c);
+}
+
+/* Frees `c` now, or after its running callback returns. */
+static void conn_kill(struct rt_lconn *c)
+{
+	if (c->in_cb)
+		c->doomed = true;
+	else
+		conn_free(c);
+}
+
+static void detach(struct rt_lconn *c)
+{
+	struct rt_ux *x = c->x;
+	c->x = NULL;
+	if (x != NULL) {
+		x->conn = NULL;
+		x->active = false;
+	}
+}
+
+static void on_idle_timeout(h2o_timeout_entry_t *e)
+{
+	conn_free(H2O_STRUCT_FROM_MEMBER(struct rt_lconn, idle_timer, e));
+}
+
+/* Parks a connection whose response completed cleanly. */
+static void pool_put(struct rt_lconn *c)
+{
+	struct rt_lean_pool *p = c->pool;
+	if (p->idle_count >= p->capacity) {
+		conn_free(c);
+		return;
+	}
+	c->reused = true;
+	c->state = L_IDLE;
+	h2o_linklist_insert(p->idle.next, &c->idle_link);
+	p->idle_count++;
+	h2o_timeout_link(lean_loop, &lean_idle_timeout, &c->idle_timer);
+}
+
+/* ---- request ------------------------------------------------------------- */
+
+static void on_write(h2o_socket_t *sock, const char *err)
+{
+	struct rt_lconn *c = sock->data;
+	/* A failed write shows up on the read side too (EOF/reset), where the
+	 * exchange ends; an early answer may still be readable. Nothing here. */
+	(void)c, (void)err;
+}
+
+static void begin_exchange(struct rt_lconn *c)
+{
+	struct rt_ux *x = c->x;
+	c->state = L_HEAD;
+	c->got_bytes = false;
+	h2o_socket_write(c->sock, x->bufs, x->bufs[1].len ? 2 : 1, on_write);
+}
+
+static void on_connect(h2o_socket_t *sock, const char *err)
+{
+	struct rt_lconn *c = sock->data;
+	struct rt_ux *x = c->x;
+	if (err != NULL) {
+		detach(c);
+		conn_free(c);
+		x->cb->on_connect(x, ERR_CONNECT);
+		return;
+	}
+	h2o_socket_read_start(sock, on_read);
+	c->in_cb = true;
+	x->cb->on_connect(x, NULL);
+	c->in_cb = false;
+	if (c->doomed) {
+		conn_free(c);
+		return;
+	}
+	begin_exchange(c);
+}
+
+static void connect_new(struct rt_ux *x)
+{
+	struct rt_lean_pool *p = &x->up->lean;
+	struct rt_lconn *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		x->active = false;
+		x->cb->on_connect(x, ERR_NOMEM);
+		return;
+	}
+	c->pool = p;
+	c->idle_timer.cb = on_idle_timeout;
+	c->state = L_CONNECTING;
+	c->x = x;
+	x->conn = c;
+	c->sock = h2o_socket_connect(lean_loop, (struct sockaddr *)&p->addr, p->addrlen, on_connect);
+	if (c->sock == NULL) {
+		detach(c);
+		conn_free(c);
+		x->cb->on_connect(x, ERR_CONNECT);
+		return;
+	}
+	c->sock->data = c;
+}
+
+void rt_lean_start(struct rt_ux *x)
+{
+	struct rt_lean_pool *p = &x->up->lean;
+	if (!h2o_linklist_is_empty(&p->idle)) {
+		struct rt_lconn *c = H2O_STRUCT_FROM_MEMBER(struct rt_lconn, idle_link, p->idle.next);
+		h2o_linklist_unlink(&c->idle_link);
+		p->idle_count--;
+		h2o_timeout_unlink(&c->idle_timer);
+		c->x = x;
+		x->conn = c;
+		/* Connected already: report it from the loop as a fresh connection
+		 * would be, not from inside rt_ux_start — except that nothing can
+		 * fail here, so the metric callback runs now. */
+		c->in_cb = true;
+		x->cb->on_connect(x, NULL);
+		c->in_cb = false;
+		if (c->doomed) {
+			conn_free(c);
+			return;
+		}
+		begin_exchange(c);
+		return;
+	}
+	connect_new(x);
+}
+
+void rt_lean_cancel(struct rt_ux *x)
+{
+	struct rt_lconn *c = x->conn;
+	if (c == NULL)
+		return;
+	detach(c);
+	conn_kill(c);
+}
+
+/* ---- response ------------------------------------------------------------ */
+
+/* The exchange ends: `err` is rt_ux_eos or a body error. */
+static void end_exchange(struct rt_lconn *c, const char *err)
+{
+	struct rt_ux *x = c->x;
+	bool reuse = err == rt_ux_eos && c->keepalive && c->sock->input->size == 0;
+	detach(c);
+	if (reuse)
+		pool_put(c);
+	else
+		conn_free(c);
+	x->cb->on_body(x, err);
+}
+
+/* Failure before a complete head. */
+static void fail_head(struct rt_lconn *c, const char *err)
+{
+	struct rt_ux *x = c->x;
+	detach(c);
+	conn_free(c);
+	x->cb->on_head(x, err, 0, NULL, 0, false);
+}
+
+/* Moves `take` body bytes from the start of *in into *out and drops
+ * `consumed` bytes of *in (take <= consumed <= size). Swaps the buffers
+ * instead of copying when *out is empty and *in is used up. Returns 0 or
+ * -1 (out of memory). */
+static int move_body(h2o_buffer_t **in, h2o_buffer_t **out, size_t take, size_t consumed)
+{
+	if ((*out)->size == 0 && consumed == (*in)->size) {
+		h2o_buffer_t *t = *out;
+		*out = *in;
+		*in = t;
+		(*out)->size = take;
+		return 0;
+	}
+	if (take != 0) {
+		h2o_iovec_t dst = h2o_buffer_reserve(out, take);
+		if (dst.base == NULL)
+			return -1;
+		memcpy(dst.base, (*in)->bytes, take);
+		(*out)->size += take;
+	}
+	h2o_buffer_consume(in, consumed);
+	return 0;
+}
+
+/* Takes body bytes from the socket input into x->body per the framing.
+ * Returns 1 (body complete), 0 (more to come) or -1 (bad framing, or out
+ * of memory: *why). */
+static int body_ingest(struct rt_lconn *c, const char **why)
+{
+	h2o_buffer_t **in = &c->sock->input, **out = &c->x->body;
+	size_t have = (*in)->size;
+	*why = ERR_NOMEM;
+	switch (c->framing) {
+	case F_LENGTH: {
+		size_t take = have < c->remaining ? have : c->remaining;
+		if (take != 0 && move_body(in, out, take, take) != 0)
+			return -1;
+		c->remaining -= take;
+		if (c->remaining != 0)
+			return 0;
+		if ((*in)->size != 0) /* bytes beyond the body: not reusable */
+			c->keepalive = false;
+		return 1;
+	}
+	case F_CHUNKED: {
+		if (have == 0)
+			return 0;
+		size_t n = have;
+		ssize_t r = phr_decode_chunked(&c->dec, (*in)->bytes, &n);
+		if (r == -1) {
+			*why = ERR_BAD_CHUNK;
+			return -1;
+		}
+		if (r > 0)
+			c->keepalive = false; /* bytes after the last chunk */
+		if (move_body(in, out, n, have) != 0)
+			return -1;
+		return r >= 0 ? 1 : 0;
+	}
+	case F_CLOSE:
+		if (have != 0 && move_body(in, out, have, have) != 0)
+			return -1;
+		return 0;
+	}
+	return -1;
+}
+
+/* Runs body_ingest and tells the exchange. */
+static void body_step(struct rt_lconn *c)
+{
+	struct rt_ux *x = c->x;
+	size_t before = x->body->size;
+	const char *why;
+	int r = body_ingest(c, &why);
+	if (r != 0) {
+		end_exchange(c, r > 0 ? rt_ux_eos : why);
+		return;
+	}
+	if (x->body->size == before)
+		return;
+	c->in_cb = true;
+	x->cb->on_body(x, NULL);
+	c->in_cb = false;
+	if (c->doomed)
+		conn_free(c);
+}
+
+static bool has_token(h2o_iovec_t v, const char *tok, size_t len)
+{
+	for (size_t i = 0; i + len <= v.len; i++)
+		if (h2o_lcstris(v.base + i, len, tok, len) &&
+		    (i + len == v.len || v.base[i + len] == ',' || v.base[i + len] == ' ') &&
+		    (i == 0 || v.base[i - 1] == ',' || v.base[i - 1] == ' '))
+			return true;
+	return false;
+}
+
+/* Parses the response head in the socket input. Returns true when the
+ * body phase began and the exchange is still on `c`. */
+static bool parse_head(struct rt_lconn *c)
+{
+	struct phr_header ph[LEAN_MAX_HEADERS];
+	h2o_header_t hs[LEAN_MAX_HEADERS];
+	h2o_iovec_t names[LEAN_MAX_HEADERS];
+	int minor, status, rc;
+	size_t nh;
+	for (;;) {
+		h2o_buffer_t *in = c->sock->input;
+		const char *msg;
+		size_t msg_len;
+		nh = LEAN_MAX_HEADERS;
+		rc = phr_parse_response(in->bytes, in->size, &minor, &status, &msg, &msg_len, ph, &nh, 0);
+		if (rc == -2) {
+			if (in->size > LEAN_MAX_HEAD_BYTES)
+				fail_head(c, ERR_BAD_HEAD);
+			return false;
+		}
+		if (rc < 0) {
+			fail_head(c, ERR_BAD_HEAD);
+			return false;
+		}
+		if (status >= 100 && status < 200 && status != 101) { /* interim: skip */
+			h2o_buffer_consume(&c->sock->input, (size_t)rc);
+			continue;
+		}
+		break;
+	}
+	bool chunked = false, close = minor == 0;
+	size_t cl = SIZE_MAX;
+	for (size_t i = 0; i < nh; i++) {
+		h2o_strtolower((char *)ph[i].name, ph[i].name_len);
+		const h2o_token_t *tok = h2o_lookup_token(ph[i].name, ph[i].name_len);
+		h2o_iovec_t v = h2o_iovec_init(ph[i].value, ph[i].value_len);
+		if (tok == H2O_TOKEN_CONTENT_LENGTH) {
+			if ((cl = h2o_strtosize(v.base, v.len)) == SIZE_MAX) {
+				fail_head(c, ERR_BAD_HEAD);
+				return false;
+			}
+		} else if (tok == H2O_TOKEN_TRANSFER_ENCODING) {
+			chunked = v.len >= 7 && h2o_lcstris(v.base + v.len - 7, 7, H2O_STRLIT("chunked"));
+		} else if (tok == H2O_TOKEN_CONNECTION) {
+			if (has_token(v, H2O_STRLIT("close")))
+				close = true;
+			else if (minor == 0 && has_token(v, H2O_STRLIT("keep-alive")))
+				close = false;
+		}
+		if (tok != NULL) {
+			hs[i].name = (h2o_iovec_t *)&tok->buf;
+		} else {
+			names[i] = h2o_iovec_init(ph[i].name, ph[i].name_len);
+			hs[i].name = &names[i];
+		}
+		hs[i].orig_name = NULL;
+		hs[i].value = v;
+	}
+	bool eos = false;
+	if (status == 204 || status == 304) {
+		c->framing = F_LENGTH;
+		c->remaining = 0;
+		eos = true;
+	} else if (chunked) {
+		c->framing = F_CHUNKED;
+		memset(&c->dec, 0, sizeof(c->dec));
+		c->dec.consume_trailer = 1;
+	} else if (cl != SIZE_MAX) {
+		c->framing = F_LENGTH;
+		c->remaining = cl;
+		eos = cl == 0;
+	} else {
+		c->framing = F_CLOSE;
+		close = true;
+	}
+	c->keepalive = !close;
+	c->state = L_BODY;
+	struct rt_ux *x = c->x;
+	if (eos) {
+		/* Complete already: the connection is done with before the
+		 * (terminal) callback; the head bytes stay readable meanwhile. */
+		detach(c);
+		c->in_cb = true;
+		x->cb->on_head(x, NULL, status, hs, nh, true);
+		c->in_cb = false;
+		h2o_buffer_consume(&c->sock->input, (size_t)rc);
+		if (!c->doomed && c->keepalive && c->sock->input->size == 0)
+			pool_put(c);
+		else
+			conn_free(c);
+		return false;
+	}
+	c->in_cb = true;
+	x->cb->on_head(x, NULL, status, hs, nh, false);
+	c->in_cb = false;
+	if (c->doomed) {
+		conn_free(c);
+		return false;
+	}
+	h2o_buffer_consume(&c->sock->input, (size_t)rc);
+	return true;
+}
+
+/* EOF or a socket error while an exchange runs. */
+static void on_conn_end(struct rt_lconn *c)
+{
+	struct rt_ux *x = c->x;
+	if (c->state != L_BODY) {
+		if (c->reused && !c->got_bytes && !x->fresh_retry_done) {
+			x->fresh_retry_done = true;
+			detach(c);
+			conn_free(c);
+			x->active = true;
+			connect_new(x);
+			return;
+		}
+		fail_head(c, ERR_CLOSED);
+		return;
+	}
+	const char *why;
+	int r = body_ingest(c, &why); /* bytes that came with the EOF */
+	if (r < 0) {
+		end_exchange(c, why);
+		return;
+	}
+	c->keepalive = false;
+	end_exchange(c, r > 0 || c->framing == F_CLOSE ? rt_ux_eos : ERR_BROKE_OFF);
+}
+
+static void on_read(h2o_socket_t *sock, const char *err)
+{
+	struct rt_lconn *c = sock->data;
+	if (c->x == NULL) { /* idle: the peer closed it (or sent junk) */
+		conn_free(c);
+		return;
+	}
+	if (err != NULL) {
+		on_conn_end(c);
+		return;
+	}
+	if (sock->input->size != 0)
+		c->got_bytes = true;
+	if (c->state == L_HEAD && !parse_head(c))
+		return;
+	if (c->state == L_BODY && c->x != NULL)
+		body_step(c);
+}

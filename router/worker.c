@@ -1,0 +1,385 @@
+/* server.c — one worker process: h2o set-up, routes, signals, drain, reload.
+ *
+ * The loop: h2o_evloop_run() with a 100 ms cap, then the signal flags.
+ *   SIGTERM/SIGINT  drain: /readyz answers 503, the listener is closed in
+ *                   this process (the other processes keep theirs until they
+ *                   get the signal too), requests in flight finish; the
+ *                   process exits when none is left or at the drain deadline.
+ *   SIGHUP          reload: re-read the configuration from the same command
+ *                   line, build a new generation; requests in flight keep
+ *                   theirs (rtgen.h). A bad configuration keeps the old one.
+ * The master (main.c) restarts a worker process that dies; this process
+ * dies with the master (PR_SET_PDEATHSIG).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "router/dispatch/breaker.h"
+#include "router/core/buf.h"
+#include "router/http/metrics.h"
+#include "router/http/routes.h"
+#include "router/rtgen.h"
+#include "router/upstream/client.h"
+#include "router/upstream/pool.h"
+
+struct router_worker rt_w;
+
+static volatile sig_atomic_t sig_term, sig_hup;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		sig_hup = 1;
+	else
+		sig_term = 1;
+}
+
+/* ---- request IDs and the access log ------------------------------------ */
+
+static char *put_dec(char *w, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*w++ = d[--n];
+	return w;
+}
+
+h2o_iovec_t rt_request_id(h2o_req_t *req)
+{
+	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
+	if (i >= 0) {
+		h2o_iovec_t v = req->headers.entries[i].value;
+		bool ok = v.len > 0 && v.len <= 128;
+		for (size_t k = 0; ok && k < v.len; k++)
+			ok = v.base[k] > 0x20 && v.base[k] < 0x7f;
+		if (ok)
+			return v;
+		/* Unusable client value: replace it (the replacement is what
+		 * travels upstream and back). */
+		h2o_delete_header(&req->headers, i);
+	}
+	/* "sy-<pid>-<seq>-<8 hex>", formatted by hand (hot path). The hex
+	 * part comes from a xorshift generator seeded from the clock once per
+	 * process (pid and sequence already make the ID unique). */
+	static uint64_t rng;
+	if (rng == 0)
+		rng = (sy_mono_ns() ^ ((uint64_t)rt_w.pid << 32)) | 1;
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	char *buf = h2o_mem_alloc_pool(&req->pool, 64), *w = buf;
+	uint32_t rnd = (uint32_t)(rng >> 32);
+	memcpy(w, "sy-", 3);
+	w += 3;
+	w = put_dec(w, (uint64_t)rt_w.pid);
+	*w++ = '-';
+	w = put_dec(w, ++rt_w.request_seq);
+	*w++ = '-';
+	for (int k = 7; k >= 0; k--)
+		*w++ = "0123456789abcdef"[(rnd >> (k * 4)) & 0xf];
+	h2o_iovec_t v = h2o_iovec_init(buf, (size_t)(w - buf));
+	h2o_add_header_by_str(&req->pool, &req->headers, H2O_STRLIT("x-request-id"), 0, NULL, v.base,
+			      v.len);
+	return v;
+}
+
+void rt_access_log(h2o_req_t *req, enum rt_route route, int status, const char *worker,
+		   uint64_t duration_ns, uint64_t bytes_out)
+{
+	if (rt_w.access_log_fd < 0)
+		return;
+	struct rt_buf b = {0};
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	h2o_iovec_t id = rt_request_id(req);
+	rt_buf_printf(&b, "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"request_id\":\"",
+		      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		      ts.tv_nsec / 1000000);
+	rt_buf_json_str(&b, id.base, id.len);
+	rt_buf_puts(&b, "\",\"method\":\"");
+	rt_buf_json_str(&b, req->method.base, req->method.len);
+	rt_buf_puts(&b, "\",\"path\":\"");
+	rt_buf_json_str(&b, req->path.base, req->path.len < 512 ? req->path.len : 512);
+	rt_buf_printf(&b, "\",\"route\":\"%s\",\"status\":%d,\"worker\":", rt_route_name(route),
+		      status);
+	if (worker) {
+		rt_buf_puts(&b, "\"");
+		rt_buf_json_str(&b, worker, strlen(worker));
+		rt_buf_puts(&b, "\"");
+	} else {
+		rt_buf_puts(&b, "null");
+	}
+	rt_buf_printf(&b, ",\"duration_ms\":%.3f,\"bytes\":%llu,\"pid\":%d}\n",
+		      (double)duration_ns / 1e6, (unsigned long long)bytes_out, rt_w.pid);
+	if (!b.oom && write(rt_w.access_log_fd, b.p, b.n) < 0)
+		sy_debug("access log: %s", strerror(errno));
+	rt_buf_free(&b);
+}
+
+/* ---- h2o handler ------------------------------------------------------- */
+
+static bool method_is(h2o_req_t *req, const char *m)
+{
+	return h2o_memis(req->method.base, req->method.len, m, strlen(m));
+}
+
+static int method_not_allowed(h2o_req_t *req, enum rt_route route, const char *allowed)
+{
+	h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allowed,
+		       strlen(allowed));
+	return rt_send_errorf(req, route, 405, "method_not_allowed", "%.*s is not allowed here; use %s",
+			      (int)req->method.len, req->method.base, allowed);
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+	(void)self;
+	h2o_iovec_t p = req->path_normalized;
+	const char *method = NULL;
+	enum rt_route route = rt_route_lookup(p, &method);
+	for (size_t i = 0; i < p.len; i++)
+		if (p.base[i] == '?')
+			p.len = i;
+	if (p.len > 1 && p.base[p.len - 1] == '/')
+		p.len--;
+	rt_metrics_request(rt_w.metrics, rt_w.index, route);
+	rt_request_id(req);
+
+	if (route == RT_ROUTE_OTHER)
+		return rt_send_errorf(req, route, 404, "not_found", "no route %.*s",
+				      (int)(p.len < 200 ? p.len : 200), p.base);
+	bool head_ok = method && strcmp(method, "GET") == 0 && method_is(req, "HEAD");
+	if (method != NULL && !method_is(req, method) && !head_ok)
+		return method_not_allowed(req, route, method);
+
+	switch (route) {
+	case RT_ROUTE_CHAT:
+	case RT_ROUTE_COMPLETIONS:
+	case RT_ROUTE_GENERATE:
+		return rt_route_infer(req, route);
+	case RT_ROUTE_HEALTH:
+		return rt_route_health(req);
+	case RT_ROUTE_READYZ:
+		return rt_route_readyz(req);
+	case RT_ROUTE_MODELS:
+		return rt_route_models(req);
+	case RT_ROUTE_METRICS:
+		return rt_route_metrics(req);
+	case RT_ROUTE_FLUSH_CACHE:
+		return rt_route_flush_cache(req);
+	case RT_ROUTE_WORKERS:
+		return rt_route_workers(req, p);
+	case RT_ROUTE_TOKENIZE:
+	case RT_ROUTE_DETOKENIZE:
+		return rt_route_tokenize(req, route);
+	default:
+		return rt_send_error(req, route, 404, "not_found", "no such route", NULL);
+	}
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+	if (err != NULL)
+		return;
+	h2o_socket_t *sock;
+	for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
+		h2o_accept(&rt_w.accept_ctx, sock);
+}
+
+static void stop_accepting(void)
+{
+	if (rt_w.listener == NULL)
+		return;
+	h2o_socket_read_stop(rt_w.listener);
+	h2o_socket_close(rt_w.listener); /* closes this process's copy of the fd */
+	rt_w.listener = NULL;
+}
+
+/* h2o's own body limit for a router limit of `max_body` bytes. h2o refuses
+ * a body over it before our handler runs, never reading the rest: over
+ * HTTP/1 with a plain-text 413 that oversize.c rewrites into our JSON one;
+ * over HTTP/2 (h2o 2.2) with RST_STREAM REFUSED_STREAM, where no response
+ * can be sent. Twice the router's limit keeps every HTTP/2 body up to there
+ * answered by routes/infer.c with the JSON 413, at the cost of buffering up
+ * to that much per request. */
+static size_t rt_h2o_entity_limit(uint64_t max_body)
+{
+	return (size_t)max_body * 2 + 4096;
+}
+
+/* ---- reload ------------------------------------------------------------ */
+
+static void reload(void)
+{
+	struct sy_config cfg;
+	char err[512];
+	int check, help;
+	if (rt_config_from_args(rt_w.argc, rt_w.argv, &cfg, &check, &help, err, sizeof(err)) != 0) {
+		sy_error("reload: keeping the current configuration: %s", err);
+		sy_config_free(&cfg);
+		return;
+	}
+	struct rt_gen *g = rt_gen_build(&cfg, rt_w.gen->id + 1, err, sizeof(err));
+	if (g == NULL) {
+		sy_error("reload: keeping the current configuration: %s", err);
+		return;
+	}
+	struct rt_gen *old = rt_w.gen;
+	rt_w.gen = g;
+	rt_w.cfg = &g->cfg;
+	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
+	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
+	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
+		(unsigned long long)g->id, (unsigned long long)rt_w.active_requests);
+	rt_gen_unref(old);
+}
+
+/* ---- process ----------------------------------------------------------- */
+
+static int open_region(void)
+{
+	char err[256];
+	int rc = statebus_region_open(rt_w.cfg->state.shm_path, NULL, STATEBUS_ATTACH_ONLY,
+				      &rt_w.region, err, sizeof(err));
+	if (rc != SY_OK) {
+		sy_error("state plane: %s", err);
+		return rc;
+	}
+	rc = statebus_proc_claim(rt_w.region, STATEBUS_PROC_ROUTER, &rt_w.proc_slot);
+	if (rc == SY_ENOSPC) {
+		/* Slots of dead processes block us: reap them (serialised by the
+		 * writer lock) and try again. */
+		if (statebus_writer_lock(rt_w.region, true) == SY_OK) {
+			statebus_procs_reap(rt_w.region);
+			statebus_writer_unlock(rt_w.region);
+		}
+		rc = statebus_proc_claim(rt_w.region, STATEBUS_PROC_ROUTER, &rt_w.proc_slot);
+	}
+	if (rc != SY_OK)
+		sy_error("state plane: cannot claim a process slot: %s", sy_strerror(rc));
+	return rc;
+}
+
+static void setup_h2o(void)
+{
+	const struct sy_config_router *rc = &rt_w.cfg->router;
+	h2o_config_init(&rt_w.hconf);
+	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
+	h2o_hostconf_t *hc =
+		h2o_config_register_host(&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
+	h2o_handler_t *h = h2o_create_handler(pc, sizeof(*h));
+	h->on_req = on_req;
+	rt_oversize_install(hc, pc);
+
+	rt_w.loop = h2o_evloop_create();
+	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);
+	rt_w.accept_ctx.ctx = &rt_w.hctx;
+	rt_w.accept_ctx.hosts = rt_w.hconf.hosts;
+
+	uint64_t head_ms = (uint64_t)rc->request_timeout_secs * 1000;
+	uint64_t idle_ms = (uint64_t)rc->stream_idle_timeout_secs * 1000;
+	h2o_timeout_init(rt_w.loop, &rt_w.head_timeout, head_ms);
+	h2o_timeout_init(rt_w.loop, &rt_w.idle_timeout, idle_ms);
+	h2o_timeout_init(rt_w.loop, &rt_w.io_timeout, (head_ms > idle_ms ? head_ms : idle_ms) + 5000);
+	h2o_timeout_init(rt_w.loop, &rt_w.prefill_timeout, head_ms + idle_ms);
+	rt_lean_init(rt_w.loop, 2000); /* idle keep-alive sockets: 2 s, as the h2o pool */
+	rt_w.client_ctx.loop = rt_w.loop;
+	rt_w.client_ctx.io_timeout = &rt_w.io_timeout;
+}
+
+int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int argc, char **argv)
+{
+	char err[512];
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	rt_w.index = index;
+	rt_w.pid = getpid();
+	rt_w.argc = argc;
+	rt_w.argv = argv;
+	rt_w.listen_fd = listen_fd;
+	rt_w.access_log_fd = -1;
+
+	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: wake epoll */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	rt_w.gen = rt_gen_build(cfg, 1, err, sizeof(err));
+	if (rt_w.gen == NULL) {
+		sy_error("worker %u: %s", index, err);
+		return 1;
+	}
+	rt_w.cfg = &rt_w.gen->cfg;
+	if (open_region() != SY_OK)
+		return 1;
+	if (rt_w.cfg->router.access_log != NULL) {
+		rt_w.access_log_fd =
+			open(rt_w.cfg->router.access_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (rt_w.access_log_fd < 0)
+			sy_warn("access log %s: %s", rt_w.cfg->router.access_log, strerror(errno));
+	}
+	setup_h2o();
+	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
+					     (size_t)rt_w.cfg->router.max_connections_per_worker);
+	rt_w.breakers = rt_breakers_create(statebus_workers_capacity(rt_w.region));
+	if (rt_w.upstreams == NULL || rt_w.breakers == NULL) {
+		sy_error("worker %u: out of memory", index);
+		return 1;
+	}
+	rt_w.listener = h2o_evloop_socket_create(rt_w.loop, listen_fd, H2O_SOCKET_FLAG_DONT_READ);
+	h2o_socket_read_start(rt_w.listener, on_accept);
+	sy_info("worker %u ready (pid %d, proc slot %u, upstream client %s)", index, (int)getpid(),
+		rt_w.proc_slot, rt_w.cfg->router.upstream_client == SY_UPSTREAM_LEAN ? "lean" : "h2o");
+
+	while (true) {
+		h2o_evloop_run(rt_w.loop, 100);
+		if (sig_hup) {
+			sig_hup = 0;
+			reload();
+		}
+		if (sig_term && !rt_w.draining) {
+			rt_w.draining = true;
+			rt_w.drain_deadline_ns =
+				sy_mono_ns() + (uint64_t)rt_w.cfg->router.shutdown_drain_secs * 1000000000u;
+			stop_accepting();
+			sy_info("worker %u draining: %llu requests in flight", index,
+				(unsigned long long)rt_w.active_requests);
+		}
+		if (rt_w.draining &&
+		    (rt_w.active_requests == 0 || sy_mono_ns() >= rt_w.drain_deadline_ns))
+			break;
+	}
+	if (rt_w.active_requests != 0)
+		sy_warn("worker %u: drain deadline passed with %llu requests in flight", index,
+			(unsigned long long)rt_w.active_requests);
+	/* Give responses just completed a moment to flush. */
+	uint64_t flush_until = sy_mono_ns() + 200000000u;
+	while (sy_mono_ns() < flush_until)
+		h2o_evloop_run(rt_w.loop, 20);
+	statebus_proc_release(rt_w.region);
+	statebus_region_close(rt_w.region);
+	sy_info("worker %u exits", index);
+	return 0;
+}

@@ -1,0 +1,374 @@
+/* test_select.c — configuration generations (router/core/generation.h) and the ordered
+ * bucket-attempt loop router_select (router/core/select.h; DESIGN.md §4 steps 2–5,
+ * §9 error codes): catch-all buckets, fallback, stage-specific 503s,
+ * admission exhaustion with details, 404/400 mapping, PD selections, policy
+ * inheritance, issue-6 refusals, and a table that moves under the snapshot. */
+#include <check.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "router/core/generation.h"
+#include "router/core/select.h"
+#include "tests/unit/router/router_fixture.h"
+#include "tests/unit/sy_check.h"
+
+static struct rfx fx;
+static struct sy_config cfg;
+static struct sy_config_error cerr;
+static struct router_gen *gen;
+static struct pick_request req;
+static struct selection sel;
+static struct router_error err;
+
+static void setup(void)
+{
+	rfx_open(&fx);
+	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+	gen = NULL;
+	memset(&req, 0, sizeof(req));
+	req.model.ptr = "default-model";
+	req.model.len = strlen(req.model.ptr);
+	req.input_tokens = 10;
+	req.n = 1;
+	router_rng_seed(3);
+}
+
+static void teardown(void)
+{
+	router_gen_unref(gen);
+	sy_config_free(&cfg);
+	rfx_close(&fx);
+}
+
+/* Loads YAML (may be NULL), finishes, builds the generation. */
+static int build(const char *yaml)
+{
+	if (yaml != NULL)
+		ck_assert_int_eq(sy_config_load_string(&cfg, "t.yaml", yaml, strlen(yaml), &cerr), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &cerr), SY_OK);
+	int rc = router_gen_build(&cfg, 1, &gen, &cerr);
+	if (rc == SY_OK)
+		router_gen_set_fleet_refresh(gen, 0);
+	return rc;
+}
+
+static int sel_run(void) { return router_select(gen, fx.r, &req, RF_NOW, &sel, &err); }
+
+static uint32_t plain(const char *id) { return rfx_worker(&fx, id, "default-model", STATEBUS_WORKER_PLAIN, true); }
+
+START_TEST(test_catch_all_bucket_from_flags_uses_power_of_n)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_uint_eq(gen->n_buckets, 1);
+	ck_assert_str_eq(gen->buckets[0].id, "default");
+	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_POWER_OF_N);
+	ck_assert_uint_eq(gen->buckets[0].plain.policy.n_choices, 2);
+	plain("http://a");
+	plain("http://b");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert(!sel.pd);
+	ck_assert_str_eq(sel.bucket_id, "default");
+	ck_assert_str_eq(sel.reason, "power_of_n");
+	ck_assert_str_eq(sel.policy, "power_of_n");
+	ck_assert(strcmp(sel.worker.id, "http://a") == 0 || strcmp(sel.worker.id, "http://b") == 0);
+	ck_assert(statebus_worker_valid(fx.r, sel.worker.slot, sel.worker.generation));
+	ck_assert_uint_eq(sel.buckets_tried, 1);
+}
+END_TEST
+
+START_TEST(test_catch_all_follows_policy_and_admission_flags)
+{
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "round_robin", &cerr), SY_OK);
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--filter", "overloaded", &cerr), SY_OK);
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--max-in-flight", "1", &cerr), SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_ROUND_ROBIN);
+	ck_assert_int_eq(gen->buckets[0].plain.policy.admission.max_inflight_requests, 1);
+	uint32_t a = plain("http://a");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.reason, "round_robin");
+	rfx_inflight(&fx, a, 1);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_int_eq(err.status, 503);
+	ck_assert_str_eq(err.code, "policy_selection_failed");
+	ck_assert_uint_eq(err.n_details, 1);
+	ck_assert_str_eq(err.details[0].worker, "http://a");
+	ck_assert_str_eq(err.details[0].limit, "max_inflight_requests");
+	ck_assert_ptr_null(strstr(err.message, "http"));
+}
+END_TEST
+
+START_TEST(test_unknown_model_is_404)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	plain("http://a");
+	req.model.ptr = "gpt-x";
+	req.model.len = 5;
+	ck_assert_int_eq(sel_run(), SY_ENOENT);
+	ck_assert_int_eq(err.status, 404);
+	ck_assert_str_eq(err.code, "model_not_found");
+	ck_assert_str_eq(err.message, "model \"gpt-x\" is not served");
+}
+END_TEST
+
+START_TEST(test_configured_model_without_live_workers_is_503_not_404)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_int_eq(err.status, 503);
+	ck_assert_str_eq(err.code, "no_healthy_workers");
+	ck_assert_str_eq(err.message, "no healthy worker is available for model \"default-model\"");
+	rfx_worker(&fx, "http://a", "default-model", STATEBUS_WORKER_PLAIN, false);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_str_eq(err.code, "no_healthy_workers");
+}
+END_TEST
+
+static const char *two_buckets =
+	"buckets:\n"
+	"  - {id: short, limits: {max: 100}, max_context_tokens: 200,\n"
+	"     groups: {plain: {worker_ids: [http://s], policy: {type: round_robin}}}}\n"
+	"  - {id: long, groups: {plain: {policy: {type: round_robin}}}}\n";
+
+START_TEST(test_no_matching_bucket_is_400)
+{
+	ck_assert_int_eq(build("buckets:\n  - {id: short, limits: {max: 100}, groups: {plain: {}}}\n"),
+			 SY_OK);
+	plain("http://a");
+	req.input_tokens = 101;
+	ck_assert_int_eq(sel_run(), SY_EINVAL);
+	ck_assert_int_eq(err.status, 400);
+	ck_assert_str_eq(err.code, "no_matching_bucket");
+	ck_assert_str_eq(err.message, "no bucket accepts 101 input tokens");
+	req.input_tokens = 10;
+	req.has_peak = true;
+	req.expected_peak = 5;
+	ck_assert_int_eq(sel_run(), SY_EINVAL);
+	ck_assert_str_eq(err.code, "bad_request");
+	ck_assert_str_eq(err.message, "expected peak below input tokens");
+}
+END_TEST
+
+START_TEST(test_empty_group_falls_back_to_next_bucket)
+{
+	ck_assert_int_eq(build(two_buckets), SY_OK);
+	plain("http://a");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "long");
+	ck_assert_str_eq(sel.worker.id, "http://a");
+	ck_assert_uint_eq(sel.buckets_tried, 2);
+	plain("http://s");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "short");
+	ck_assert_str_eq(sel.worker.id, "http://s");
+	req.has_peak = true;
+	req.expected_peak = 201; /* above short's context */
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "long");
+}
+END_TEST
+
+START_TEST(test_admission_rejections_accumulate_over_buckets_then_503_with_details)
+{
+	ck_assert_int_eq(build("policy: {admission: {max_inflight_requests: 1}}\n"
+			       "buckets:\n"
+			       "  - {id: b1, rank: 1, groups: {plain: {policy: {type: round_robin}}}}\n"
+			       "  - {id: b2, rank: 2, groups: {plain: {policy: {type: round_robin, "
+			       "admission: {max_inflight_requests: 5}}}}}\n"),
+			 SY_OK);
+	uint32_t a = plain("http://a");
+	rfx_inflight(&fx, a, 1);
+	ck_assert_int_eq(sel_run(), SY_OK); /* b1 rejects, b2 (cap 5) admits */
+	ck_assert_str_eq(sel.bucket_id, "b2");
+	rfx_inflight(&fx, a, 4);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_str_eq(err.code, "policy_selection_failed");
+	ck_assert_uint_eq(err.n_details, 2);
+	ck_assert_str_eq(err.details[0].limit, "max_inflight_requests");
+	ck_assert_str_eq(err.details[1].worker, "http://a");
+	ck_assert_str_eq(err.message, "every bucket was tried; 2 worker(s) rejected the request at "
+				      "their admission limits");
+}
+END_TEST
+
+static const char *pd_bucket = "buckets:\n"
+			       "  - id: pd\n"
+			       "    groups: {prefill: {}, decode: {}}\n";
+
+START_TEST(test_pd_selection_and_stage_specific_503s)
+{
+	ck_assert_int_eq(build(pd_bucket), SY_OK);
+	ck_assert_int_eq(gen->buckets[0].prefill.policy.kind, POLICY_POWER_OF_N);
+	ck_assert_int_eq(gen->buckets[0].decode.policy.kind, POLICY_POWER_OF_N);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_str_eq(err.code, "no_prefill_workers_available");
+	rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, true);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_str_eq(err.code, "no_decode_workers_available");
+	ck_assert_str_eq(err.message, "no decode worker is available for model \"default-model\"");
+	rfx_worker(&fx, "http://d", "default-model", STATEBUS_WORKER_DECODE, true);
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert(sel.pd);
+	ck_assert_str_eq(sel.prefill.id, "http://p");
+	ck_assert_uint_eq(sel.prefill.bootstrap_port, 8998);
+	ck_assert_str_eq(sel.worker.id, "http://d");
+	ck_assert_str_eq(sel.prefill_reason, "power_of_n");
+	ck_assert_str_eq(sel.bucket_id, "pd");
+}
+END_TEST
+
+START_TEST(test_default_buckets_follow_the_static_fleet_roles)
+{
+	ck_assert_int_eq(build("workers:\n"
+			       "  - {url: http://a, role: plain}\n"
+			       "  - {url: http://p, role: prefill}\n"
+			       "  - {url: http://d, role: decode}\n"
+			       "policy: {type: random, prefill_policy: round_robin}\n"),
+			 SY_OK);
+	ck_assert_uint_eq(gen->n_buckets, 2);
+	ck_assert_str_eq(gen->buckets[0].id, "default");
+	ck_assert_str_eq(gen->buckets[1].id, "default-pd");
+	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_RANDOM);
+	ck_assert_int_eq(gen->buckets[1].prefill.policy.kind, POLICY_ROUND_ROBIN);
+	ck_assert_int_eq(gen->buckets[1].decode.policy.kind, POLICY_POWER_OF_N);
+}
+END_TEST
+
+START_TEST(test_group_policy_inherits_top_level_keys)
+{
+	ck_assert_int_eq(build("policy: {type: random, power_of_n_choices: 3, decode_policy: "
+			       "round_robin, admission: {max_running_requests: 9, max_kv_tokens: 5}}\n"
+			       "buckets:\n"
+			       "  - id: a\n"
+			       "    groups:\n"
+			       "      prefill: {policy: {type: power_of_n, admission: {max_kv_tokens: 7}}}\n"
+			       "      decode: {}\n"),
+			 SY_OK);
+	struct bucket *b = &gen->buckets[0];
+	ck_assert_int_eq(b->prefill.policy.kind, POLICY_POWER_OF_N);
+	ck_assert_uint_eq(b->prefill.policy.n_choices, 3);
+	ck_assert_int_eq(b->prefill.policy.admission.max_running_requests, 9);
+	ck_assert_int_eq(b->prefill.policy.admission.max_kv_tokens, 7);
+	ck_assert_int_eq(b->decode.policy.kind, POLICY_ROUND_ROBIN);
+	ck_assert_int_eq(b->decode.policy.admission.max_kv_tokens, 5);
+}
+END_TEST
+
+START_TEST(test_every_reference_policy_type_builds_in_a_plain_group)
+{
+	static const struct { const char *type; enum policy_kind kind; } kinds[] = {
+		{"round_robin", POLICY_ROUND_ROBIN}, {"random", POLICY_RANDOM},
+		{"power_of_n", POLICY_POWER_OF_N},   {"power_of_two", POLICY_POWER_OF_N},
+		{"load_based", POLICY_LOAD_BASED},   {"session_aware", POLICY_SESSION_AWARE},
+		{"sticky", POLICY_STICKY},           {"cache_aware", POLICY_CACHE_AWARE},
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char yaml[160];
+		snprintf(yaml, sizeof(yaml),
+			 "buckets:\n  - {id: a, groups: {plain: {policy: {type: %s}}}}\n",
+			 kinds[i].type);
+		if (gen != NULL) {
+			router_gen_unref(gen);
+			gen = NULL;
+		}
+		sy_config_free(&cfg);
+		sy_config_init_defaults(&cfg);
+		ck_assert_msg(build(yaml) == SY_OK, "%s: %s", kinds[i].type, cerr.msg);
+		ck_assert_int_eq(gen->buckets[0].plain.policy.kind, kinds[i].kind);
+	}
+}
+END_TEST
+
+START_TEST(test_sticky_from_flags_builds_with_its_fallback)
+{
+	/* sticky is built since issue 6 (item 4); its fallback comes from a flag */
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "sticky", &cerr), SY_OK);
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--sticky-fallback", "load_based",
+					      &cerr), SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_STICKY);
+	ck_assert_int_eq(gen->buckets[0].plain.policy.fallback->kind, POLICY_LOAD_BASED);
+}
+END_TEST
+
+START_TEST(test_invalid_enabled_slo_target_is_400)
+{
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--ttft-slo-policy", "slo_first", &cerr),
+			 SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert(gen->prepare.read_ttft_slo);
+	ck_assert(!gen->prepare.read_tps_slo);
+	plain("http://a");
+	req.has_ttft_slo = true;
+	req.ttft_slo_ms = 0;
+	ck_assert_int_eq(sel_run(), SY_EINVAL);
+	ck_assert_int_eq(err.status, 400);
+	ck_assert_str_eq(err.code, "bad_request");
+	ck_assert_str_eq(err.message, "x-sgl-ttft-slo-ms: must be a finite number > 0");
+}
+END_TEST
+
+START_TEST(test_table_moving_under_the_snapshot_reselects_once)
+{
+	ck_assert_int_eq(build("policy: {type: round_robin}\n"), SY_OK);
+	router_gen_set_fleet_refresh(gen, UINT64_C(3600) * RF_SEC);
+	uint32_t a = plain("http://a");
+	plain("http://b");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://a"); /* cursor 0 */
+	gen->buckets[0].plain.policy.cursor = 0;
+	ck_assert_int_eq(statebus_worker_remove(fx.r, a, rfx_gen(&fx, a)), SY_OK);
+	ck_assert_int_eq(sel_run(), SY_OK); /* snapshot still lists a */
+	ck_assert_str_eq(sel.worker.id, "http://b");
+}
+END_TEST
+
+START_TEST(test_generation_reference_counting)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	struct router_gen *r = router_gen_ref(gen);
+	ck_assert_ptr_eq(r, gen);
+	ck_assert_uint_eq(gen->refs, 2);
+	router_gen_unref(r);
+	ck_assert_uint_eq(gen->refs, 1);
+	router_gen_unref(NULL);
+}
+END_TEST
+
+START_TEST(test_no_region_is_503)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(router_select(gen, NULL, &req, RF_NOW, &sel, &err), SY_EBUSY);
+	ck_assert_str_eq(err.code, "no_healthy_workers");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("select");
+	TCase *tc = tcase_create("select");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_catch_all_bucket_from_flags_uses_power_of_n);
+	tcase_add_test(tc, test_catch_all_follows_policy_and_admission_flags);
+	tcase_add_test(tc, test_unknown_model_is_404);
+	tcase_add_test(tc, test_configured_model_without_live_workers_is_503_not_404);
+	tcase_add_test(tc, test_no_matching_bucket_is_400);
+	tcase_add_test(tc, test_empty_group_falls_back_to_next_bucket);
+	tcase_add_test(tc, test_admission_rejections_accumulate_over_buckets_then_503_with_details);
+	tcase_add_test(tc, test_pd_selection_and_stage_specific_503s);
+	tcase_add_test(tc, test_default_buckets_follow_the_static_fleet_roles);
+	tcase_add_test(tc, test_group_policy_inherits_top_level_keys);
+	tcase_add_test(tc, test_every_reference_policy_type_builds_in_a_plain_group);
+	tcase_add_test(tc, test_sticky_from_flags_builds_with_its_fallback);
+	tcase_add_test(tc, test_invalid_enabled_slo_target_is_400);
+	tcase_add_test(tc, test_table_moving_under_the_snapshot_reselects_once);
+	tcase_add_test(tc, test_generation_reference_counting);
+	tcase_add_test(tc, test_no_region_is_503);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return sy_check_run(suite());
+}

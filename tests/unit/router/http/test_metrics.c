@@ -1,0 +1,301 @@
+/* test_metrics.c — the Prometheus exposition (router/http/metrics.c): text format
+ * 0.0.4 (a HELP and a TYPE line per family before its samples, valid metric
+ * and label names, every name with the switchyard_ prefix), rows of all
+ * processes summed, histogram buckets cumulative with +Inf = _count and
+ * exact bucket placement, label escaping, the region's statebus counters. */
+#include <check.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router/core/generation.h"
+#include "router/http/metrics.h"
+#include "statebus-counters.h"
+#include "tests/unit/sb_test.h"
+#include "tests/unit/sy_check.h"
+
+static int cb_half_open(uint32_t slot)
+{
+	(void)slot;
+	return 2;
+}
+
+static char *render(struct rt_metrics *m, struct statebus_region *r)
+{
+	char *out = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(rt_metrics_render(m, r, cb_half_open, &out, &len), 0);
+	ck_assert_uint_eq(strlen(out), len);
+	return out;
+}
+
+/* Value of the sample line that starts with `prefix` followed by ' '. */
+static double value_of(const char *text, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	for (const char *l = text; *l; l = strchr(l, '\n') + 1) {
+		if (strncmp(l, prefix, n) == 0 && l[n] == ' ')
+			return strtod(l + n + 1, NULL);
+		if (strchr(l, '\n') == NULL)
+			break;
+	}
+	ck_abort_msg("no sample %s", prefix);
+	return -1;
+}
+
+static bool name_ok(const char *s, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_' || s[0] == ':'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == ':'))
+			return false;
+	return true;
+}
+
+/* Checks every line of the exposition; returns the number of samples. */
+static int check_format(const char *text)
+{
+	char typed[128][96];
+	int n_typed = 0, samples = 0;
+	char help_for[96] = "";
+	ck_assert(text[strlen(text) - 1] == '\n');
+	for (const char *l = text; *l;) {
+		const char *e = strchr(l, '\n');
+		ck_assert(e != NULL);
+		size_t len = (size_t)(e - l);
+		char line[1024];
+		ck_assert_uint_lt(len, sizeof(line));
+		memcpy(line, l, len);
+		line[len] = '\0';
+		l = e + 1;
+		if (strncmp(line, "# HELP ", 7) == 0) {
+			sscanf(line + 7, "%95s", help_for);
+			continue;
+		}
+		if (strncmp(line, "# TYPE ", 7) == 0) {
+			char name[96], type[32];
+			ck_assert_int_eq(sscanf(line + 7, "%95s %31s", name, type), 2);
+			ck_assert_msg(strcmp(name, help_for) == 0, "TYPE %s without HELP first", name);
+			ck_assert_msg(strncmp(name, "switchyard_", 11) == 0, "prefix: %s", name);
+			ck_assert(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
+				  strcmp(type, "histogram") == 0);
+			for (int i = 0; i < n_typed; i++)
+				ck_assert_msg(strcmp(typed[i], name) != 0, "TYPE %s twice", name);
+			ck_assert_int_lt(n_typed, 128);
+			snprintf(typed[n_typed++], sizeof(typed[0]), "%s", name);
+			continue;
+		}
+		ck_assert_msg(line[0] != '#', "stray comment: %s", line);
+		/* name{labels} value */
+		size_t nl = strcspn(line, "{ ");
+		ck_assert_msg(name_ok(line, nl), "bad metric name: %s", line);
+		const char *p = line + nl;
+		if (*p == '{') {
+			p++;
+			while (*p != '}') {
+				size_t k = strcspn(p, "=");
+				ck_assert_msg(name_ok(p, k), "bad label name: %s", line);
+				p += k;
+				ck_assert(p[0] == '=' && p[1] == '"');
+				p += 2;
+				while (*p != '"') {
+					ck_assert_msg(*p != '\0' && *p != '\n', "open label value: %s", line);
+					if (*p == '\\') {
+						ck_assert(p[1] == '\\' || p[1] == '"' || p[1] == 'n');
+						p++;
+					}
+					p++;
+				}
+				p++;
+				if (*p == ',')
+					p++;
+			}
+			p++;
+		}
+		ck_assert_msg(*p == ' ', "no value: %s", line);
+		char *end;
+		strtod(p + 1, &end);
+		ck_assert_msg(end != p + 1 && *end == '\0', "bad value: %s", line);
+		/* The sample belongs to the last TYPEd family. */
+		ck_assert(n_typed > 0);
+		const char *fam = typed[n_typed - 1];
+		size_t fl = strlen(fam);
+		char suffix[16] = "";
+		if (nl > fl && nl - fl < sizeof(suffix))
+			memcpy(suffix, line + fl, nl - fl);
+		ck_assert_msg(strncmp(line, fam, fl) == 0 &&
+				      (nl == fl || strcmp(suffix, "_bucket") == 0 ||
+				       strcmp(suffix, "_sum") == 0 || strcmp(suffix, "_count") == 0),
+			      "sample %s outside family %s", line, fam);
+		samples++;
+	}
+	return samples;
+}
+
+START_TEST(test_exposition_format_and_prefix)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 4);
+	ck_assert_ptr_nonnull(m);
+	rt_metrics_request(m, 0, RT_ROUTE_CHAT);
+	rt_metrics_response(m, 1, RT_ROUTE_CHAT, 200);
+	rt_metrics_decision(m, 0, "power_of_n", "we\"ird\\reason\nx");
+	rt_metrics_selection_failure(m, 1, "no_healthy_workers");
+	rt_metrics_phase(m, 0, RT_PHASE_PICK, 700);
+	char *t = render(m, NULL);
+	ck_assert_int_gt(check_format(t), 50);
+	ck_assert_ptr_nonnull(strstr(t, "reason=\"we\\\"ird\\\\reason\\nx\"} 1\n"));
+	free(t);
+}
+END_TEST
+
+START_TEST(test_counters_are_summed_over_processes)
+{
+	struct rt_metrics *m = rt_metrics_create(3, 4);
+	for (unsigned p = 0; p < 3; p++)
+		for (unsigned i = 0; i <= p; i++) {
+			rt_metrics_request(m, p, RT_ROUTE_COMPLETIONS);
+			rt_metrics_response(m, p, RT_ROUTE_COMPLETIONS, 503);
+			rt_metrics_retry(m, p);
+		}
+	rt_metrics_request(m, 7, RT_ROUTE_COMPLETIONS); /* out of range: ignored */
+	char *t = render(m, NULL);
+	ck_assert(value_of(t, "switchyard_requests_total{route=\"/v1/completions\",method=\"POST\"}") == 6);
+	ck_assert(value_of(t, "switchyard_responses_total{route=\"/v1/completions\",method=\"POST\","
+			      "status_code=\"503\"}") == 6);
+	ck_assert(value_of(t, "switchyard_retries_total") == 6);
+	free(t);
+}
+END_TEST
+
+START_TEST(test_cache_counters_are_summed_over_processes)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 4);
+	struct router_cache_totals d;
+	memset(&d, 0, sizeof(d));
+	d.decisions[CACHE_AWARE_HIT] = 3;
+	d.decisions[CACHE_AWARE_ALL_QUEUED] = 1;
+	d.digest_hits = 100;
+	d.digest_misses = 7;
+	d.found[0] = 4;
+	d.no_chain[0] = 1;
+	d.unavailable[1][PREFIX_WHY_TIMEOUT] = 2;
+	d.rejected[1] = 1;
+	d.guard_override = 1;
+	rt_metrics_cache(m, 0, &d);
+	rt_metrics_cache(m, 1, &d);
+	rt_metrics_cache(m, 1, &d);
+	char *t = render(m, NULL);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_aware_decisions_total{decision=\"cache_hit\"}"), 9);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_aware_decisions_total{decision=\"cache_miss\"}"), 0);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_aware_decisions_total{decision=\"all_queued\"}"), 3);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_pressure_guard_override_total"), 3);
+	ck_assert_double_eq(value_of(t, "switchyard_digest_memo_pages_total{result=\"hit\"}"), 300);
+	ck_assert_double_eq(value_of(t, "switchyard_digest_memo_pages_total{result=\"miss\"}"), 21);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"local\","
+					"outcome=\"found\",reason=\"none\"}"), 12);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"local\","
+					"outcome=\"no_chain\",reason=\"none\"}"), 3);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"indexer\","
+					"outcome=\"unavailable\",reason=\"timeout\"}"), 6);
+	ck_assert_double_eq(value_of(t, "switchyard_cache_prefix_lookups_total{source=\"indexer\","
+					"outcome=\"rejected\",reason=\"none\"}"), 3);
+	ck_assert_ptr_nonnull(strstr(t, "# TYPE switchyard_cache_aware_decisions_total counter\n"));
+	free(t);
+}
+END_TEST
+
+START_TEST(test_histogram_buckets_exact_and_cumulative)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 1);
+	rt_metrics_duration(m, 0, 3000000ull);     /* 3 ms → le 0.005 */
+	rt_metrics_duration(m, 1, 30000000ull);    /* 30 ms → le 0.05 */
+	rt_metrics_duration(m, 1, 3000000000ull);  /* 3 s → le 5 */
+	rt_metrics_duration(m, 0, 900000000000ull); /* 900 s → +Inf only */
+	char *t = render(m, NULL);
+	const char *h = "switchyard_request_duration_seconds";
+	char k[128];
+	struct {
+		const char *le;
+		double want;
+	} cases[] = {{"0.005", 1}, {"0.01", 1}, {"0.025", 1}, {"0.05", 2}, {"2.5", 2},
+		     {"5", 3},     {"600", 3},  {"+Inf", 4}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(k, sizeof(k), "%s_bucket{le=\"%s\"}", h, cases[i].le);
+		ck_assert_msg(value_of(t, k) == cases[i].want, "%s", k);
+	}
+	snprintf(k, sizeof(k), "%s_count", h);
+	ck_assert(value_of(t, k) == 4);
+	snprintf(k, sizeof(k), "%s_sum", h);
+	ck_assert(value_of(t, k) > 903.032 && value_of(t, k) < 903.034);
+	/* Phase histograms carry their label before le. */
+	rt_metrics_phase(m, 1, RT_PHASE_TTFB, 2000); /* 2 µs → le 2.5e-06 */
+	free(t);
+	t = render(m, NULL);
+	ck_assert(value_of(t, "switchyard_router_phase_seconds_bucket{phase=\"ttfb\",le=\"1e-06\"}") == 0);
+	ck_assert(value_of(t, "switchyard_router_phase_seconds_bucket{phase=\"ttfb\",le=\"2.5e-06\"}") == 1);
+	ck_assert(value_of(t, "switchyard_router_phase_seconds_count{phase=\"ttfb\"}") == 1);
+	check_format(t);
+	free(t);
+}
+END_TEST
+
+START_TEST(test_region_counters_and_worker_gauges)
+{
+	char path[64];
+	struct statebus_params p = sbt_small();
+	struct statebus_region *r = sbt_create(sbt_path(path, sizeof(path)), &p);
+	ck_assert_int_eq(statebus_writer_lock(r, true), SY_OK);
+	struct statebus_worker w = sbt_worker("http://10.0.0.1:30001", 1);
+	uint32_t slot, gen;
+	ck_assert_int_eq(statebus_worker_add(r, &w, &slot, &gen), SY_OK);
+	statebus_counter_add(r, STATEBUS_CTR_KV_BATCHES, 41);
+	statebus_counter_add(r, STATEBUS_CTR_KV_SEQUENCE_GAPS, 2);
+	struct rt_metrics *m = rt_metrics_create(1, 8);
+	rt_metrics_worker(m, 0, slot, RT_OUT_BACKPRESSURE);
+	char *t = render(m, r);
+	check_format(t);
+	ck_assert(value_of(t, "switchyard_kv_event_batches_total") == 41);
+	ck_assert(value_of(t, "switchyard_kv_event_sequence_gaps_total") == 2);
+	ck_assert(value_of(t, "switchyard_statebus_live") == 0);
+	ck_assert(value_of(t, "switchyard_worker_requests_total{worker_url=\"http://10.0.0.1:30001\","
+			      "model_id=\"default-model\",mode=\"plain\",outcome=\"backpressure\"}") == 1);
+	ck_assert(value_of(t, "switchyard_workers{mode=\"plain\"}") == 1);
+	ck_assert(value_of(t, "switchyard_worker_cb_state{worker_url=\"http://10.0.0.1:30001\","
+			      "model_id=\"default-model\",mode=\"plain\"}") == 2);
+	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++)
+		ck_assert_ptr_nonnull(strstr(t, statebus_counter_name(i)));
+	free(t);
+	sbt_destroy(r, path);
+}
+END_TEST
+
+START_TEST(test_outcome_classes)
+{
+	ck_assert_int_eq(rt_outcome_of_status(200), RT_OUT_SUCCESS);
+	ck_assert_int_eq(rt_outcome_of_status(404), RT_OUT_CLIENT_ERROR);
+	ck_assert_int_eq(rt_outcome_of_status(429), RT_OUT_BACKPRESSURE);
+	ck_assert_int_eq(rt_outcome_of_status(503), RT_OUT_BACKPRESSURE);
+	ck_assert_int_eq(rt_outcome_of_status(502), RT_OUT_ERROR);
+	ck_assert_int_eq(rt_outcome_of_status(0), RT_OUT_ERROR);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("metrics");
+	TCase *tc = tcase_create("exposition");
+	tcase_add_test(tc, test_exposition_format_and_prefix);
+	tcase_add_test(tc, test_counters_are_summed_over_processes);
+	tcase_add_test(tc, test_cache_counters_are_summed_over_processes);
+	tcase_add_test(tc, test_histogram_buckets_exact_and_cumulative);
+	tcase_add_test(tc, test_region_counters_and_worker_gauges);
+	tcase_add_test(tc, test_outcome_classes);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return sy_check_run(suite());
+}
