@@ -37,9 +37,9 @@
 #include "common/log.h"
 #include "router/core/standalone.h"
 #include "router/http/metrics.h"
-#include "router/pick.h"
 #include "router/worker.h"
-#include "router/rtgen.h"
+#include "router/core/cmdline.h"
+#include "router/core/generation.h"
 
 static void usage(void)
 {
@@ -128,66 +128,58 @@ static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region
 		return pid;
 	/* Child: its own handle on the region (the master's is not shared). */
 	statebus_region_close(region);
-	struct sy_config cfg;
+	struct router_gen *gen = NULL;
 	char err[512];
 	int check, help;
-	if (rt_config_from_args(g_argc, g_argv, &cfg, &check, &help, err, sizeof(err)) != 0) {
+	if (router_gen_from_args(g_argc, g_argv, 1, &gen, &check, &help, err, sizeof(err)) != 0 ||
+	    gen == NULL) {
 		sy_error("worker %u: %s", index, err);
 		_exit(1);
 	}
 	extern struct router_worker rt_w;
 	rt_w.metrics = metrics;
-	_exit(rt_worker_main(index, listen_fd, &cfg, g_argc, g_argv));
+	_exit(rt_worker_main(index, listen_fd, gen, g_argc, g_argv));
 }
 
 int main(int argc, char **argv)
 {
-	struct sy_config cfg;
 	char err[512];
 	int check_only, help;
 	g_argc = argc;
 	g_argv = argv;
 	sy_log_init("router", SY_LOG_INFO, SY_LOG_TEXT);
-	if (rt_config_from_args(argc, argv, &cfg, &check_only, &help, err, sizeof(err)) != 0) {
+	/* The master's own generation (the fleet it registers without a
+	 * statebus) is built here, so --check-config and start-up refuse what a
+	 * worker process would refuse. */
+	struct router_gen *mg = NULL;
+	if (router_gen_from_args(argc, argv, 0, &mg, &check_only, &help, err, sizeof(err)) != 0) {
 		if (help) {
 			usage();
 			return 0;
 		}
 		fprintf(stderr, "switchyard-router: %s\n", err);
-		sy_config_free(&cfg);
 		return 2;
 	}
 	if (help) {
 		usage();
-		sy_config_free(&cfg);
 		return 0;
 	}
-	sy_log_init("router", (enum sy_log_level)cfg.log.level, (enum sy_log_format)cfg.log.format);
-	/* Build a generation once: the selection core validates buckets and
-	 * policies here, so --check-config and start-up refuse what a worker
-	 * would refuse. */
-	struct sy_config probe;
-	int c2, h2;
-	if (rt_config_from_args(argc, argv, &probe, &c2, &h2, err, sizeof(err)) != 0) {
-		fprintf(stderr, "switchyard-router: %s\n", err);
-		return 2;
-	}
-	/* The master's own generation: the fleet it registers in degraded mode. */
-	struct rt_gen *mg = rt_gen_build(&probe, 0, err, sizeof(err));
-	if (mg == NULL) {
-		fprintf(stderr, "switchyard-router: %s\n", err);
-		sy_config_free(&cfg);
-		return 2;
-	}
+	/* The first generation stays referenced: its settings (listener,
+	 * processes, region) hold for the master's life; reloads reach the
+	 * worker processes. */
+	struct router_gen *first = router_gen_ref(mg);
+	const struct sy_config *cfg0 = &first->cfg;
+	sy_log_init("router", (enum sy_log_level)cfg0->log.level, (enum sy_log_format)cfg0->log.format);
 	if (check_only) {
-		printf("configuration OK: %zu worker(s), %d process(es), listen %s:%d\n", cfg.n_workers,
-		       cfg.router.processes, cfg.router.host, cfg.router.port);
-		sy_config_free(&cfg);
+		printf("configuration OK: %zu worker(s), %d process(es), listen %s:%d\n",
+		       cfg0->n_workers, cfg0->router.processes, cfg0->router.host, cfg0->router.port);
+		router_gen_unref(first);
+		router_gen_unref(mg);
 		return 0;
 	}
 
 	struct statebus_region *region = NULL;
-	int rc = statebus_region_open(cfg.state.shm_path, NULL, STATEBUS_CREATE, &region, err,
+	int rc = statebus_region_open(cfg0->state.shm_path, NULL, STATEBUS_CREATE, &region, err,
 				      sizeof(err));
 	if (rc != SY_OK) {
 		sy_error("state plane: %s", err);
@@ -197,17 +189,17 @@ int main(int argc, char **argv)
 		sy_info("statebus is live: using its workers table");
 	else
 		sy_info("no live statebus: degraded mode, registering %zu static worker(s)",
-			cfg.n_workers);
-	for (int tries = 0; tries < 50 && rt_degraded_register(region, &cfg) < 0; tries++)
+			cfg0->n_workers);
+	for (int tries = 0; tries < 50 && rt_degraded_register(region, cfg0) < 0; tries++)
 		usleep(20000);
 	rt_reap(region);
 
-	int listen_fd = open_listener(&cfg, err, sizeof(err));
+	int listen_fd = open_listener(cfg0, err, sizeof(err));
 	if (listen_fd < 0) {
 		sy_error("%s", err);
 		return 1;
 	}
-	unsigned procs = (unsigned)cfg.router.processes;
+	unsigned procs = (unsigned)cfg0->router.processes;
 	struct rt_metrics *metrics = rt_metrics_create(procs, statebus_workers_capacity(region));
 	if (metrics == NULL) {
 		sy_error("cannot map the metrics area: %s", strerror(errno));
@@ -231,10 +223,10 @@ int main(int argc, char **argv)
 	}
 	if (sd_listen_fds(0) >= 1)
 		sy_info("serving systemd's socket with %u worker process(es), shm %s", procs,
-			cfg.state.shm_path);
+			cfg0->state.shm_path);
 	else
-		sy_info("listening on %s:%d with %u worker process(es), shm %s", cfg.router.host,
-			cfg.router.port, procs, cfg.state.shm_path);
+		sy_info("listening on %s:%d with %u worker process(es), shm %s", cfg0->router.host,
+			cfg0->router.port, procs, cfg0->state.shm_path);
 	sd_notify(0, "READY=1");
 
 	uint64_t last_tick = 0, term_deadline = 0;
@@ -245,9 +237,9 @@ int main(int argc, char **argv)
 			terminating = true;
 			sd_notify(0, "STOPPING=1");
 			term_deadline =
-				sy_mono_ns() + ((uint64_t)cfg.router.shutdown_drain_secs + 5) * 1000000000u;
+				sy_mono_ns() + ((uint64_t)mg->cfg.router.shutdown_drain_secs + 5) * 1000000000u;
 			sy_info("SIGTERM: draining %u worker process(es) (up to %d s)", procs,
-				cfg.router.shutdown_drain_secs);
+				mg->cfg.router.shutdown_drain_secs);
 			for (unsigned i = 0; i < procs; i++)
 				if (kids[i].pid > 0)
 					kill(kids[i].pid, SIGTERM);
@@ -255,15 +247,14 @@ int main(int argc, char **argv)
 		if (m_hup && !terminating) {
 			m_hup = 0;
 			sd_notify(0, "RELOADING=1");
-			struct sy_config ncfg;
-			struct rt_gen *g = NULL;
+			struct router_gen *g = NULL;
 			int c, h;
-			if (rt_config_from_args(argc, argv, &ncfg, &c, &h, err, sizeof(err)) != 0 ||
-			    (g = rt_gen_build(&ncfg, 0, err, sizeof(err))) == NULL) {
+			if (router_gen_from_args(argc, argv, 0, &g, &c, &h, err, sizeof(err)) != 0 ||
+			    g == NULL) {
 				sy_error("SIGHUP: configuration refused, keeping the running one: %s", err);
-				sy_config_free(&ncfg);
 			} else {
-				rt_gen_unref(mg);
+				router_gen_unref(mg);
+				mg = g;
 				mg = g;
 				rt_degraded_register(region, &mg->cfg);
 				sy_info("SIGHUP: configuration OK, reloading the worker processes");
@@ -326,8 +317,8 @@ int main(int argc, char **argv)
 	}
 	rt_reap(region);
 	statebus_region_close(region);
-	sy_config_free(&cfg);
-	rt_gen_unref(mg);
+	router_gen_unref(mg);
+	router_gen_unref(first);
 	free(kids);
 	sy_info("stopped");
 	return 0;

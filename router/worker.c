@@ -24,11 +24,14 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "router/http/response.h"
+#include "router/http/access_log.h"
 #include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
 #include "router/http/metrics.h"
 #include "router/http/routes.h"
-#include "router/rtgen.h"
+#include "router/core/cmdline.h"
+#include "router/core/generation.h"
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
 
@@ -44,94 +47,6 @@ static void on_signal(int sig)
 		sig_term = 1;
 }
 
-/* ---- request IDs and the access log ------------------------------------ */
-
-static char *put_dec(char *w, uint64_t v)
-{
-	char d[20];
-	size_t n = 0;
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		*w++ = d[--n];
-	return w;
-}
-
-h2o_iovec_t rt_request_id(h2o_req_t *req)
-{
-	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
-	if (i >= 0) {
-		h2o_iovec_t v = req->headers.entries[i].value;
-		bool ok = v.len > 0 && v.len <= 128;
-		for (size_t k = 0; ok && k < v.len; k++)
-			ok = v.base[k] > 0x20 && v.base[k] < 0x7f;
-		if (ok)
-			return v;
-		/* Unusable client value: replace it (the replacement is what
-		 * travels upstream and back). */
-		h2o_delete_header(&req->headers, i);
-	}
-	/* "sy-<pid>-<seq>-<8 hex>", formatted by hand (hot path). The hex
-	 * part comes from a xorshift generator seeded from the clock once per
-	 * process (pid and sequence already make the ID unique). */
-	static uint64_t rng;
-	if (rng == 0)
-		rng = (sy_mono_ns() ^ ((uint64_t)rt_w.pid << 32)) | 1;
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	char *buf = h2o_mem_alloc_pool(&req->pool, 64), *w = buf;
-	uint32_t rnd = (uint32_t)(rng >> 32);
-	memcpy(w, "sy-", 3);
-	w += 3;
-	w = put_dec(w, (uint64_t)rt_w.pid);
-	*w++ = '-';
-	w = put_dec(w, ++rt_w.request_seq);
-	*w++ = '-';
-	for (int k = 7; k >= 0; k--)
-		*w++ = "0123456789abcdef"[(rnd >> (k * 4)) & 0xf];
-	h2o_iovec_t v = h2o_iovec_init(buf, (size_t)(w - buf));
-	h2o_add_header_by_str(&req->pool, &req->headers, H2O_STRLIT("x-request-id"), 0, NULL, v.base,
-			      v.len);
-	return v;
-}
-
-void rt_access_log(h2o_req_t *req, enum rt_route route, int status, const char *worker,
-		   uint64_t duration_ns, uint64_t bytes_out)
-{
-	if (rt_w.access_log_fd < 0)
-		return;
-	struct rt_buf b = {0};
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	h2o_iovec_t id = rt_request_id(req);
-	rt_buf_printf(&b, "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"request_id\":\"",
-		      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		      ts.tv_nsec / 1000000);
-	rt_buf_json_str(&b, id.base, id.len);
-	rt_buf_puts(&b, "\",\"method\":\"");
-	rt_buf_json_str(&b, req->method.base, req->method.len);
-	rt_buf_puts(&b, "\",\"path\":\"");
-	rt_buf_json_str(&b, req->path.base, req->path.len < 512 ? req->path.len : 512);
-	rt_buf_printf(&b, "\",\"route\":\"%s\",\"status\":%d,\"worker\":", rt_route_name(route),
-		      status);
-	if (worker) {
-		rt_buf_puts(&b, "\"");
-		rt_buf_json_str(&b, worker, strlen(worker));
-		rt_buf_puts(&b, "\"");
-	} else {
-		rt_buf_puts(&b, "null");
-	}
-	rt_buf_printf(&b, ",\"duration_ms\":%.3f,\"bytes\":%llu,\"pid\":%d}\n",
-		      (double)duration_ns / 1e6, (unsigned long long)bytes_out, rt_w.pid);
-	if (!b.oom && write(rt_w.access_log_fd, b.p, b.n) < 0)
-		sy_debug("access log: %s", strerror(errno));
-	rt_buf_free(&b);
-}
-
 /* ---- h2o handler ------------------------------------------------------- */
 
 static bool method_is(h2o_req_t *req, const char *m)
@@ -139,7 +54,7 @@ static bool method_is(h2o_req_t *req, const char *m)
 	return h2o_memis(req->method.base, req->method.len, m, strlen(m));
 }
 
-static int method_not_allowed(h2o_req_t *req, enum rt_route route, const char *allowed)
+static int method_not_allowed(h2o_req_t *req, enum route route, const char *allowed)
 {
 	h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allowed,
 		       strlen(allowed));
@@ -152,7 +67,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	(void)self;
 	h2o_iovec_t p = req->path_normalized;
 	const char *method = NULL;
-	enum rt_route route = rt_route_lookup(p, &method);
+	enum route route = route_lookup(p.base, p.len, &method);
 	for (size_t i = 0; i < p.len; i++)
 		if (p.base[i] == '?')
 			p.len = i;
@@ -161,7 +76,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	rt_metrics_request(rt_w.metrics, rt_w.index, route);
 	rt_request_id(req);
 
-	if (route == RT_ROUTE_OTHER)
+	if (route == ROUTE_OTHER)
 		return rt_send_errorf(req, route, 404, "not_found", "no route %.*s",
 				      (int)(p.len < 200 ? p.len : 200), p.base);
 	bool head_ok = method && strcmp(method, "GET") == 0 && method_is(req, "HEAD");
@@ -169,27 +84,27 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		return method_not_allowed(req, route, method);
 
 	switch (route) {
-	case RT_ROUTE_CHAT:
-	case RT_ROUTE_COMPLETIONS:
-	case RT_ROUTE_GENERATE:
+	case ROUTE_CHAT_COMPLETIONS:
+	case ROUTE_COMPLETIONS:
+	case ROUTE_GENERATE:
 		return rt_route_infer(req, route);
-	case RT_ROUTE_HEALTH:
+	case ROUTE_HEALTH:
 		return rt_route_health(req);
-	case RT_ROUTE_READYZ:
+	case ROUTE_READYZ:
 		return rt_route_readyz(req);
-	case RT_ROUTE_MODELS:
+	case ROUTE_MODELS:
 		return rt_route_models(req);
-	case RT_ROUTE_METRICS:
+	case ROUTE_METRICS:
 		return rt_route_metrics(req);
-	case RT_ROUTE_FLUSH_CACHE:
+	case ROUTE_FLUSH_CACHE:
 		return rt_route_flush_cache(req);
-	case RT_ROUTE_WORKERS:
+	case ROUTE_WORKERS:
 		return rt_route_workers(req, p);
-	case RT_ROUTE_TOKENIZE:
-	case RT_ROUTE_DETOKENIZE:
+	case ROUTE_TOKENIZE:
+	case ROUTE_DETOKENIZE:
 		return rt_route_tokenize(req, route);
 	default:
-		return rt_send_error(req, route, 404, "not_found", "no such route", NULL);
+		return rt_send_errorf(req, route, 404, "not_found", "no such route");
 	}
 }
 
@@ -227,27 +142,22 @@ static size_t rt_h2o_entity_limit(uint64_t max_body)
 
 static void reload(void)
 {
-	struct sy_config cfg;
 	char err[512];
 	int check, help;
-	if (rt_config_from_args(rt_w.argc, rt_w.argv, &cfg, &check, &help, err, sizeof(err)) != 0) {
-		sy_error("reload: keeping the current configuration: %s", err);
-		sy_config_free(&cfg);
-		return;
-	}
-	struct rt_gen *g = rt_gen_build(&cfg, rt_w.gen->id + 1, err, sizeof(err));
-	if (g == NULL) {
+	struct router_gen *g = NULL;
+	if (router_gen_from_args(rt_w.argc, rt_w.argv, rt_w.gen->number + 1, &g, &check, &help, err,
+				 sizeof(err)) != 0 || g == NULL) {
 		sy_error("reload: keeping the current configuration: %s", err);
 		return;
 	}
-	struct rt_gen *old = rt_w.gen;
+	struct router_gen *old = rt_w.gen;
 	rt_w.gen = g;
 	rt_w.cfg = &g->cfg;
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
-		(unsigned long long)g->id, (unsigned long long)rt_w.active_requests);
-	rt_gen_unref(old);
+		(unsigned long long)g->number, (unsigned long long)rt_w.active_requests);
+	router_gen_unref(old);
 }
 
 /* ---- process ----------------------------------------------------------- */
@@ -304,9 +214,8 @@ static void setup_h2o(void)
 	rt_w.client_ctx.io_timeout = &rt_w.io_timeout;
 }
 
-int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int argc, char **argv)
+int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int argc, char **argv)
 {
-	char err[512];
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	rt_w.index = index;
 	rt_w.pid = getpid();
@@ -326,12 +235,11 @@ int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int arg
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	rt_w.gen = rt_gen_build(cfg, 1, err, sizeof(err));
-	if (rt_w.gen == NULL) {
-		sy_error("worker %u: %s", index, err);
-		return 1;
-	}
-	rt_w.cfg = &rt_w.gen->cfg;
+	rt_w.gen = gen;
+	rt_w.cfg = &gen->cfg;
+	sy_info("tokenizer %s (chat template %s), input-ids forwarding %s",
+		sy_tokenizer_kind(gen->tokenizer), sy_tokenizer_chat_template(gen->tokenizer),
+		gen->prepare.forward_input_ids ? "on" : "off");
 	if (open_region() != SY_OK)
 		return 1;
 	if (rt_w.cfg->router.access_log != NULL) {

@@ -9,7 +9,7 @@
  *
  * Invariants
  * - A request holds a reference to the configuration generation it started
- *   with (struct rt_gen, refcounted); a SIGHUP reload installs a new one in
+ *   with (struct router_gen, refcounted); a SIGHUP reload installs a new one in
  *   router_worker.gen and the old one is freed when its last request ends.
  * - Every in-flight guard taken on the state plane is released exactly once,
  *   by the dispose callback of the request's memory pool (forward.c), so a
@@ -27,37 +27,13 @@
 #include <h2o/http1client.h>
 
 #include "common/config.h"
+#include "router/core/route.h"
 #include "statebus/include/statebus.h"
 
 struct rt_metrics;
-struct rt_gen;
+struct router_gen;
 struct rt_upstreams;
 struct rt_breakers;
-
-/* The route a request came in on (metrics labels, request preparation). */
-enum rt_route {
-	RT_ROUTE_CHAT = 0,      /* POST /v1/chat/completions */
-	RT_ROUTE_COMPLETIONS,   /* POST /v1/completions */
-	RT_ROUTE_GENERATE,      /* POST /generate */
-	RT_ROUTE_HEALTH,        /* GET /health, /healthz */
-	RT_ROUTE_READYZ,        /* GET /readyz */
-	RT_ROUTE_MODELS,        /* GET /v1/models */
-	RT_ROUTE_METRICS,       /* GET /metrics */
-	RT_ROUTE_FLUSH_CACHE,   /* POST /flush_cache */
-	RT_ROUTE_WORKERS,       /* GET/POST/DELETE /workers (admin) */
-	RT_ROUTE_TOKENIZE,      /* POST /v1/tokenize */
-	RT_ROUTE_DETOKENIZE,    /* POST /v1/detokenize */
-	RT_ROUTE_OTHER,         /* anything else (404) */
-	RT_ROUTE_COUNT_
-};
-
-/* Label value of a route ("/v1/chat/completions", ...). Never NULL. */
-const char *rt_route_name(enum rt_route r);
-
-/* The route of request path `path` (query string and one trailing '/'
- * ignored); *method is the one method it takes ("GET", "POST"), or NULL
- * when several or none apply (/workers, unknown routes). */
-enum rt_route rt_route_lookup(h2o_iovec_t path, const char **method);
 
 /* Installs the filter that turns h2o's own plain-text 413 (body over
  * max_request_entity_size) into the router's JSON payload_too_large, on
@@ -69,7 +45,7 @@ void rt_oversize_install(h2o_hostconf_t *hc, h2o_pathconf_t *pc);
 struct router_worker {
 	unsigned index;                 /* 0..processes-1, stable across restarts */
 	struct sy_config *cfg;          /* configuration of `gen` (owned by gen) */
-	struct rt_gen *gen;             /* current generation (one reference held) */
+	struct router_gen *gen;             /* current generation (one reference held) */
 	char **argv;                    /* the master's argv, for reloads */
 	int argc;
 
@@ -107,42 +83,8 @@ struct router_worker {
 extern struct router_worker rt_w;
 
 /* Runs worker process `index` on listening socket `listen_fd` with the
- * configuration `cfg` (ownership taken) until drained or told to stop.
- * Returns the process exit status. */
-int rt_worker_main(unsigned index, int listen_fd, struct sy_config *cfg, int argc, char **argv);
-
-/* ---- errors (errors.c) ------------------------------------------------- */
-
-/* Sends the error response of DESIGN.md §9: status, body
- * {"error":{"type","code","message"[,"details"]}} (type invalid_request_error
- * for 4xx, server_error otherwise) and header x-router-error-code: `code`.
- * `details_json` (may be NULL) is a JSON value copied verbatim. `message`
- * must not contain worker URLs. Counts the response in the metrics.
- * Always returns 0 (the h2o handler's "handled"). */
-int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
-		  const char *message, const char *details_json);
-
-/* As rt_send_error with a printf-formatted message. */
-int rt_send_errorf(h2o_req_t *req, enum rt_route route, int status, const char *code,
-		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* Sends a 200 (or `status`) response with `body` (copied into the pool)
- * and content-type `ctype`; counts it. Returns 0. */
-int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ctype,
-		 const char *body, size_t len);
-
-/* Reason phrase of an HTTP status ("OK", "Bad Request", ...). */
-const char *rt_reason(int status);
-
-/* ---- request IDs and access log (server.c) ----------------------------- */
-
-/* The request's x-request-id (client value when it is 1..128 printable
- * bytes, else a generated "sy-<pid>-<seq>-<rand>"), memoised per request in
- * the pool. */
-h2o_iovec_t rt_request_id(h2o_req_t *req);
-
-/* Appends one JSON line to the access log (when configured). */
-void rt_access_log(h2o_req_t *req, enum rt_route route, int status, const char *worker,
-		   uint64_t duration_ns, uint64_t bytes_out);
+ * configuration generation `gen` (its reference taken) until drained or
+ * told to stop. Returns the process exit status. */
+int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int argc, char **argv);
 
 #endif

@@ -16,7 +16,8 @@
 
 #include "common/errors.h"
 #include "router/core/buf.h"
-#include "router/rtgen.h"
+#include "router/core/cmdline.h"
+#include "router/core/generation.h"
 
 static int apply(struct sy_config *cfg, const char *flag, const char *value, char *err,
 		 size_t errcap)
@@ -28,8 +29,8 @@ static int apply(struct sy_config *cfg, const char *flag, const char *value, cha
 	return rc;
 }
 
-int rt_config_from_args(int argc, char **argv, struct sy_config *cfg, int *check_only,
-			int *help, char *err, size_t errcap)
+int router_config_from_args(int argc, char **argv, struct sy_config *cfg, int *check_only,
+			    int *help, char *err, size_t errcap)
 {
 	struct sy_config_error e;
 	const char *file = NULL;
@@ -101,4 +102,20 @@ int rt_config_from_args(int argc, char **argv, struct sy_config *cfg, int *check
 		return rc;
 	}
 	return SY_OK;
+}
+
+int router_gen_from_args(int argc, char **argv, uint64_t number, struct router_gen **out,
+			 int *check_only, int *help, char *err, size_t errcap)
+{
+	struct sy_config cfg;
+	struct sy_config_error e;
+	*out = NULL;
+	int rc = router_config_from_args(argc, argv, &cfg, check_only, help, err, errcap);
+	if (rc != SY_OK || *help) {
+		sy_config_free(&cfg);
+		return rc;
+	}
+	if ((rc = router_gen_build(&cfg, number, out, &e)) != SY_OK)
+		snprintf(err, errcap, "%s", e.msg[0] ? e.msg : "cannot build the configuration");
+	return rc;
 }

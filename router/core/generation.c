@@ -57,6 +57,9 @@ static void gen_free(struct router_gen *g)
 	for (size_t i = 0; i < g->n_sources; i++)
 		cache_source_close(&g->sources[i]);
 	digest_memo_destroy(g->digests);
+	if (g->sampling_override != NULL)
+		json_decref(g->sampling_override);
+	sy_config_free(&g->cfg);
 	free(g);
 }
 
@@ -576,7 +579,24 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	return SY_OK;
 }
 
-int router_gen_build(const struct sy_config *cfg, uint64_t number, struct router_gen **out,
+/* router.override_sampling_params (a JSON object text) → g->sampling_override. */
+static int parse_sampling_override(struct router_gen *g, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	const char *text = g->cfg.router.override_sampling_params;
+	if (text == NULL)
+		return SY_OK;
+	json_error_t je;
+	g->sampling_override = json_loads(text, 0, &je);
+	if (g->sampling_override != NULL && json_is_object(g->sampling_override))
+		return SY_OK;
+	sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.override_sampling_params",
+		     "must be a JSON object%s%s", g->sampling_override ? "" : ": ",
+		     g->sampling_override ? "" : je.text);
+	return SY_ECONFIG;
+}
+
+int router_gen_build(struct sy_config *cfg, uint64_t number, struct router_gen **out,
 		     struct sy_config_error *err)
 {
 	static const struct sy_config_mark none = {0, 0};
@@ -586,12 +606,17 @@ int router_gen_build(const struct sy_config *cfg, uint64_t number, struct router
 	if (err != NULL)
 		memset(err, 0, sizeof(*err));
 	if (g == NULL) {
+		sy_config_free(cfg);
 		sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "out of memory");
 		return SY_ENOMEM;
 	}
 	g->refs = 1;
 	g->number = number;
-	int rc = build(g, cfg, err);
+	g->cfg = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	int rc = parse_sampling_override(g, err);
+	if (rc == SY_OK)
+		rc = build(g, &g->cfg, err);
 	if (rc != SY_OK) {
 		if (rc == SY_ENOMEM)
 			sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "out of memory");

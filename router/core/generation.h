@@ -1,7 +1,9 @@
-/* gen.h — a configuration generation: everything selection needs, built from
- * one `struct sy_config` (DESIGN.md §9 "Configuration lifetime").
+/* generation.h — the configuration generation: everything a request needs
+ * that a reload may change, built from one `struct sy_config` (DESIGN.md §9
+ * "Configuration lifetime").
  *
- * A generation holds the buckets (with their engine groups and policy
+ * A generation owns the configuration it was built from and the parsed
+ * sampling override, and holds the buckets (with their engine groups and policy
  * instances, incl. round-robin cursors), the SLO policies, the preparation
  * options and tokenizer, the default model, and the process-local fleet
  * snapshot (router/core/fleet_view.h). It is reference-counted: the server holds one
@@ -35,7 +37,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config-t.h"
+#include <jansson.h>
+
+#include "common/config.h"
 #include "router/core/buckets.h"
 #include "router/core/fleet_view.h"
 #include "router/policies/cache/cache_aware.h"
@@ -63,6 +67,9 @@ struct router_cache_totals {
 struct router_gen {
 	uint64_t refs;                 /* atomic; the builder holds the first */
 	uint64_t number;               /* caller-chosen sequence number (logs) */
+	struct sy_config cfg;          /* the configuration it was built from (owned) */
+	json_t *sampling_override;     /* router.override_sampling_params parsed
+					  (an object); NULL when not set */
 	char *default_model;           /* model_id */
 	struct bucket *buckets;        /* n_buckets, config order */
 	size_t n_buckets;
@@ -88,8 +95,11 @@ struct router_gen {
 	struct router_cache_totals exported; /* totals already handed to metrics */
 };
 
-/* Builds a generation from a finished configuration (sy_config_finish done).
- * Opens the tokenizer, builds buckets (or the catch-all), resolves each
+/* Builds a generation from a finished configuration (sy_config_finish done),
+ * taking ownership of its contents: *cfg is zeroed on return, success or
+ * not (sy_config_free on it is then a no-op). Parses the sampling override
+ * (not a JSON object → SY_ECONFIG naming router.override_sampling_params),
+ * opens the tokenizer, builds buckets (or the catch-all), resolves each
  * group's policy (type, N, admission; omitted keys come from the top-level
  * policy), and refuses combinations selection cannot run (cache_aware on a
  * decode group, affinity or pressure-guard keys on groups without the
@@ -98,7 +108,7 @@ struct router_gen {
  * cache_aware refuses decode groups; use power_of_n"), SY_EUNSUPPORTED (the
  * tokenizer cannot be opened: unsupported tokenizer.json component or chat
  * template), SY_ENOMEM. */
-int router_gen_build(const struct sy_config *cfg, uint64_t number, struct router_gen **out,
+int router_gen_build(struct sy_config *cfg, uint64_t number, struct router_gen **out,
 		     struct sy_config_error *err);
 
 /* The generation's cache counters now (process-local). */

@@ -63,7 +63,7 @@ struct prep_result {
 
 /* Runs the validating scan. Returns 0, SY_EINVAL (err: 400 with offset) or
  * SY_ENOMEM. Fills `res`, buf->msgs / items / text / tokens. */
-int prepare_scan(enum route_kind route, const char *body, size_t len, struct prepare_buf *buf,
+int prepare_scan(enum route route, const char *body, size_t len, struct prepare_buf *buf,
 		 struct prep_result *res, struct router_error *err);
 
 #endif

@@ -48,19 +48,6 @@ static void buf_reset(struct prepare_buf *b)
 	b->n_items = 0;
 }
 
-const char *route_kind_path(enum route_kind route)
-{
-	switch (route) {
-	case ROUTE_CHAT_COMPLETIONS:
-		return "/v1/chat/completions";
-	case ROUTE_COMPLETIONS:
-		return "/v1/completions";
-	case ROUTE_GENERATE:
-		return "/generate";
-	}
-	return "?";
-}
-
 static struct router_span span_of(const struct prepare_buf *b, const struct prep_str *s)
 {
 	struct router_span r = {NULL, 0};
@@ -307,7 +294,7 @@ static int headers(const struct router_prepare_opts *opts, router_header_fn head
 	return SY_OK;
 }
 
-int router_prepare(const struct router_prepare_opts *opts, enum route_kind route,
+int router_prepare(const struct router_prepare_opts *opts, enum route route,
 		   const char *body, size_t len, router_header_fn header, void *header_ctx,
 		   struct prepare_buf *buf, struct pick_request *out, struct router_error *err)
 {

@@ -100,15 +100,10 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "router/core/error.h"
+#include "router/core/route.h"
 
 #define ROUTER_PREPARE_BYTES_PER_TOKEN 4 /* tokenizer "off" estimate */
 #define ROUTER_PREPARE_MAX_CUTS 3        /* bootstrap_host, _port, _room */
-
-enum route_kind {
-	ROUTE_CHAT_COMPLETIONS = 0, /* POST /v1/chat/completions */
-	ROUTE_COMPLETIONS = 1,      /* POST /v1/completions */
-	ROUTE_GENERATE = 2,         /* POST /generate (SGLang native) */
-};
 
 /* A borrowed byte span (not NUL-terminated). ptr NULL ⇔ absent. */
 struct router_span {
@@ -152,7 +147,7 @@ struct prefix_memo; /* issue 6 (router/policies/cache/cache_source.h): per-reque
 /* Everything selection reads about one request. Filled by router_prepare();
  * spans borrow as described in the file comment. */
 struct pick_request {
-	enum route_kind route;
+	enum route route;
 	struct router_span model;      /* from the body, else opts->default_model */
 	uint64_t input_tokens;         /* tokens (largest batch item), or estimate */
 	bool tokens_estimated;         /* tokenizer "off": body-size estimate */
@@ -207,7 +202,7 @@ size_t prepare_buf_bytes(const struct prepare_buf *b);
  * returns SY_EINVAL with err = 400 bad_request (malformed JSON with its byte
  * offset, a field or header problem named in the message), or SY_ENOMEM /
  * SY_ERANGE with err = 500 internal_error; *out is then unspecified. */
-int router_prepare(const struct router_prepare_opts *opts, enum route_kind route,
+int router_prepare(const struct router_prepare_opts *opts, enum route route,
 		   const char *body, size_t len, router_header_fn header, void *header_ctx,
 		   struct prepare_buf *buf, struct pick_request *out, struct router_error *err);
 
@@ -216,8 +211,5 @@ int router_prepare(const struct router_prepare_opts *opts, enum route_kind route
  * and for an "hf" chat template rendered by the ChatML fallback (the
  * engine's own template is unknown). */
 bool router_prepare_can_forward(const struct sy_tokenizer *tok, bool disabled);
-
-/* "/v1/chat/completions", "/v1/completions", "/generate". */
-const char *route_kind_path(enum route_kind route);
 
 #endif

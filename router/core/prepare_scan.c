@@ -137,7 +137,7 @@ struct frame {
 };
 
 struct scan {
-	enum route_kind route;
+	enum route route;
 	const char *body;
 	size_t len;
 	yajl_handle h;
@@ -1033,7 +1033,7 @@ static void *arena_realloc(void *ctx, void *p, size_t sz)
 
 static yajl_alloc_funcs arena_funcs = {arena_malloc, arena_realloc, arena_free, NULL};
 
-int prepare_scan(enum route_kind route, const char *body, size_t len, struct prepare_buf *buf,
+int prepare_scan(enum route route, const char *body, size_t len, struct prepare_buf *buf,
 		 struct prep_result *res, struct router_error *err)
 {
 	struct scan s;

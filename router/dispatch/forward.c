@@ -18,6 +18,8 @@
  * end, not with the upstream head: a body that breaks off before its first
  * byte still gets a proper error (502 upstream_body_incomplete).
  */
+#include "router/http/response.h"
+#include "router/http/access_log.h"
 #include "router/dispatch/forward.h"
 
 #include <stdio.h>
@@ -37,11 +39,12 @@
 
 struct fwd {
 	h2o_req_t *req;             /* NULL once disposed */
-	struct rt_gen *gen;         /* reference */
-	enum rt_route route;
-	struct rt_prepared *prep;
-	struct rt_pick pick;
-	struct rt_exclude ex;
+	struct router_gen *gen;         /* reference */
+	enum route route;
+	struct infer_request *ir;
+	struct selection sel;
+	uint64_t t_selected;        /* selection's end: first attempt's dispatch stamp */
+	struct worker_exclude ex;
 	h2o_iovec_t body;
 	h2o_iovec_t head;           /* request head (pool) */
 	struct rt_upstream *up;
@@ -201,11 +204,11 @@ static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct
 	return h2o_iovec_init(p, (size_t)(w - p));
 }
 
-static h2o_iovec_t route_path(enum rt_route r)
+static h2o_iovec_t route_path(enum route r)
 {
 	switch (r) {
-	case RT_ROUTE_COMPLETIONS: return h2o_iovec_init(H2O_STRLIT("/v1/completions"));
-	case RT_ROUTE_GENERATE: return h2o_iovec_init(H2O_STRLIT("/generate"));
+	case ROUTE_COMPLETIONS: return h2o_iovec_init(H2O_STRLIT("/v1/completions"));
+	case ROUTE_GENERATE: return h2o_iovec_init(H2O_STRLIT("/generate"));
 	default: return h2o_iovec_init(H2O_STRLIT("/v1/chat/completions"));
 	}
 }
@@ -268,11 +271,11 @@ static const struct rt_ux_cb prefill_cb = {prefill_on_connect, prefill_on_head, 
 static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 {
 	const char *why = NULL;
-	struct rt_upstream *up = rt_upstream_get(rt_w.upstreams, f->pick.prefill.slot,
-						 f->pick.prefill.url, rt_w.loop, &why);
+	struct rt_upstream *up = rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot,
+						 f->sel.prefill.id, rt_w.loop, &why);
 	struct prefill *p = calloc(1, sizeof(*p));
 	if (up == NULL || p == NULL) {
-		sy_warn("PD prefill at %s not sent: %s", f->pick.prefill.url, why ? why : "out of memory");
+		sy_warn("PD prefill at %s not sent: %s", f->sel.prefill.id, why ? why : "out of memory");
 		free(p);
 		return;
 	}
@@ -284,9 +287,9 @@ static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 	}
 	memcpy(p->mem, head_in_pool.base, head_in_pool.len);
 	memcpy(p->mem + head_in_pool.len, f->body.base, f->body.len);
-	p->slot = f->pick.prefill.slot;
-	p->gen = f->pick.prefill.gen;
-	snprintf(p->url, sizeof(p->url), "%s", f->pick.prefill.url);
+	p->slot = f->sel.prefill.slot;
+	p->gen = f->sel.prefill.generation;
+	snprintf(p->url, sizeof(p->url), "%s", f->sel.prefill.id);
 	if (rt_w.region)
 		statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->slot, sy_mono_ns());
 	rt_w.active_requests++;
@@ -299,7 +302,7 @@ static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 
 /* ---- response to the client ---------------------------------------------- */
 
-/* Values borrowed from f->pick (in the request pool, like the headers). */
+/* Values borrowed from f->sel (the generation, which the forward keeps referenced). */
 static void add_header_str(h2o_req_t *req, const char *name, size_t name_len, const char *value)
 {
 	h2o_add_header_by_str(&req->pool, &req->res.headers, name, name_len, 0, NULL, value,
@@ -309,17 +312,17 @@ static void add_header_str(h2o_req_t *req, const char *name, size_t name_len, co
 static void decision_headers(struct fwd *f)
 {
 	h2o_req_t *req = f->req;
-	if (f->pick.pd)
-		add_header_str(req, H2O_STRLIT("x-sgl-decode-url"), f->pick.main.url);
+	if (f->sel.pd)
+		add_header_str(req, H2O_STRLIT("x-sgl-decode-url"), f->sel.worker.id);
 	if (f->gen->cfg.router.no_decision_headers)
 		return;
-	add_header_str(req, H2O_STRLIT("x-switchyard-worker"), f->pick.main.url);
-	if (f->pick.bucket[0])
-		add_header_str(req, H2O_STRLIT("x-switchyard-bucket"), f->pick.bucket);
-	if (f->pick.reason[0])
-		add_header_str(req, H2O_STRLIT("x-switchyard-reason"), f->pick.reason);
-	if (f->pick.pd)
-		add_header_str(req, H2O_STRLIT("x-switchyard-prefill-worker"), f->pick.prefill.url);
+	add_header_str(req, H2O_STRLIT("x-switchyard-worker"), f->sel.worker.id);
+	if (f->sel.bucket_id != NULL && f->sel.bucket_id[0])
+		add_header_str(req, H2O_STRLIT("x-switchyard-bucket"), f->sel.bucket_id);
+	if (f->sel.reason != NULL && f->sel.reason[0])
+		add_header_str(req, H2O_STRLIT("x-switchyard-reason"), f->sel.reason);
+	if (f->sel.pd)
+		add_header_str(req, H2O_STRLIT("x-switchyard-prefill-worker"), f->sel.prefill.id);
 }
 
 /* The upstream body broke off before its first byte: the prepared response
@@ -332,8 +335,7 @@ static void fail_before_body(struct fwd *f)
 	f->status = 502;
 	req->res.headers = (h2o_headers_t){NULL, 0, 0};
 	req->res.content_length = SIZE_MAX;
-	rt_send_error(req, f->route, 502, "upstream_body_incomplete",
-		      "the worker's response broke off before its body", NULL);
+	rt_send_errorf(req, f->route, 502, "upstream_body_incomplete", "the worker's response broke off before its body");
 }
 
 static void do_send(struct fwd *f)
@@ -402,12 +404,12 @@ static void on_stop(h2o_generator_t *g, h2o_req_t *req)
 
 static void record_worker_outcome(struct fwd *f, enum rt_outcome o)
 {
-	rt_metrics_worker(rt_w.metrics, rt_w.index, f->pick.main.slot, o);
+	rt_metrics_worker(rt_w.metrics, rt_w.index, f->sel.worker.slot, o);
 }
 
 static void breaker_report(struct fwd *f, enum rt_cb_result r)
 {
-	rt_breaker_report(rt_w.breakers, f->pick.main.slot, f->pick.main.gen,
+	rt_breaker_report(rt_w.breakers, f->sel.worker.slot, f->sel.worker.generation,
 			  f->gen->cfg.router.cb_threshold, r, sy_mono_ns());
 }
 
@@ -416,19 +418,19 @@ static void breaker_report(struct fwd *f, enum rt_cb_result r)
  * attempt is under way. */
 static bool try_retry(struct fwd *f, const char *msg)
 {
-	if (!f->gen->cfg.router.retry_once || f->pick.pd || f->attempts >= 2 || f->req == NULL ||
+	if (!f->gen->cfg.router.retry_once || f->sel.pd || f->attempts >= 2 || f->req == NULL ||
 	    f->ex.n >= sizeof(f->ex.slots) / sizeof(f->ex.slots[0]))
 		return false;
-	struct rt_pick next;
-	struct rt_pick_error err = {0};
-	f->ex.slots[f->ex.n++] = f->pick.main.slot;
-	if (rt_select(f->gen, f->req, f->prep, &f->ex, 0, &next, &err) != 0 || next.pd)
+	struct selection next;
+	struct router_error err;
+	f->ex.slots[f->ex.n++] = f->sel.worker.slot;
+	if (rt_infer_select(f->gen, f->ir, &f->ex, 0, &next, &err) != 0 || next.pd)
 		return false;
 	sy_info("retrying on another worker after: %s", msg);
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
 	guard_release(f);
 	rt_ux_cancel(&f->ux);
-	f->pick = next;
+	f->sel = next;
 	fwd_connect(f);
 	return true;
 }
@@ -446,7 +448,7 @@ static void fail_before_head(struct fwd *f, int status, const char *code, const 
 	if (f->req == NULL || try_retry(f, msg))
 		return;
 	guard_release(f);
-	rt_send_error(f->req, f->route, status, code, msg, NULL);
+	rt_send_errorf(f->req, f->route, status, code, "%s", msg);
 }
 
 static void on_head_timeout(h2o_timeout_entry_t *e)
@@ -461,7 +463,7 @@ static void on_idle_timeout(h2o_timeout_entry_t *e)
 {
 	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, idle_timer));
 	rt_ux_cancel(&f->ux);
-	sy_warn("stream idle timeout at %s", f->pick.main.url);
+	sy_warn("stream idle timeout at %s", f->sel.worker.id);
 	f->idle_timed_out = true;
 	f->eos = true;
 	f->body_error = true;
@@ -499,7 +501,7 @@ static void on_body(struct rt_ux *x, const char *err)
 		f->eos = true;
 		if (err != rt_ux_eos) {
 			f->body_error = true;
-			sy_warn("upstream body from %s broke off: %s", f->pick.main.url, err);
+			sy_warn("upstream body from %s broke off: %s", f->sel.worker.id, err);
 			record_worker_outcome(f, RT_OUT_ERROR);
 			if (f->streaming)
 				rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_UPSTREAM_ERROR);
@@ -563,9 +565,9 @@ static void on_head(struct rt_ux *x, const char *err, int status, const h2o_head
 	if (status >= 500 && status != 503 && f->gen->cfg.router.retry_once) {
 		char m[64];
 		snprintf(m, sizeof(m), "the worker answered %d", status);
-		struct rt_pick before = f->pick;
+		uint32_t before = f->sel.worker.slot;
 		if (try_retry(f, m)) {
-			rt_metrics_worker(rt_w.metrics, rt_w.index, before.main.slot, RT_OUT_ERROR);
+			rt_metrics_worker(rt_w.metrics, rt_w.index, before, RT_OUT_ERROR);
 			return;
 		}
 	}
@@ -629,33 +631,32 @@ static void on_connect(struct rt_ux *x, const char *err)
 
 static const struct rt_ux_cb fwd_cb = {on_connect, on_head, on_body};
 
-/* Starts (or restarts, for a retry) the attempt at f->pick.main. */
+/* Starts (or restarts, for a retry) the attempt at f->sel.worker. */
 static void fwd_connect(struct fwd *f)
 {
 	const char *why = NULL;
 	f->attempts++;
 	/* The selection's end stamp serves the first attempt; a retry reads
 	 * the clock. */
-	uint64_t now = f->pick.t_ns ? f->pick.t_ns : sy_mono_ns();
-	f->pick.t_ns = 0;
-	if (!rt_breaker_allow(rt_w.breakers, f->pick.main.slot, f->pick.main.gen,
+	uint64_t now = f->t_selected ? f->t_selected : sy_mono_ns();
+	f->t_selected = 0;
+	if (!rt_breaker_allow(rt_w.breakers, f->sel.worker.slot, f->sel.worker.generation,
 			      f->gen->cfg.router.cb_threshold,
 			      (uint64_t)f->gen->cfg.router.cb_cool_down_secs * 1000000000u, now,
 			      &f->probe)) {
 		guard_release(f);
-		rt_send_error(f->req, f->route, 503, "breaker_open",
-			      "the selected worker's circuit breaker is open", NULL);
+		rt_send_errorf(f->req, f->route, 503, "breaker_open", "the selected worker's circuit breaker is open");
 		return;
 	}
-	f->up = rt_upstream_get(rt_w.upstreams, f->pick.main.slot, f->pick.main.url, rt_w.loop, &why);
+	f->up = rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, rt_w.loop, &why);
 	if (f->up == NULL) {
 		guard_release(f);
-		rt_send_error(f->req, f->route, 502, "upstream_unreachable", why, NULL);
+		rt_send_errorf(f->req, f->route, 502, "upstream_unreachable", "%s", why);
 		return;
 	}
-	guard_acquire(f, f->pick.main.slot, now);
+	guard_acquire(f, f->sel.worker.slot, now);
 	f->head = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
-			     f->pick.pd ? f->pick.main.url : NULL);
+			     f->sel.pd ? f->sel.worker.id : NULL);
 	f->t_dispatch = f->t_connect_start = now;
 	h2o_timeout_link(rt_w.loop, &rt_w.head_timeout, &f->head_timer);
 	rt_ux_start(&f->ux, f->up, f->head, f->body);
@@ -679,55 +680,55 @@ static void fwd_dispose(void *p)
 	uint64_t dur = sy_mono_ns() - f->t_start;
 	rt_metrics_duration(rt_w.metrics, rt_w.index, dur);
 	if (f->started && f->req)
-		rt_access_log(f->req, f->route, f->status, f->pick.main.url, dur, f->bytes_out);
+		rt_access_log(f->req, f->route, f->status, f->sel.worker.id, dur, f->bytes_out);
 	if (f->sending)
 		h2o_buffer_dispose(&f->sending);
 	if (f->tail)
 		h2o_buffer_dispose(&f->tail);
 	f->req = NULL;
-	rt_gen_unref(f->gen);
+	router_gen_unref(f->gen);
 	rt_w.active_requests--;
 }
 
-int rt_forward_start(h2o_req_t *req, struct rt_gen *g, enum rt_route route,
-		     struct rt_prepared *prep, const struct rt_pick *pick, h2o_iovec_t body,
-		     uint64_t t_start_ns)
+int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request *ir,
+		     const struct selection *sel, h2o_iovec_t body, uint64_t t_selected_ns)
 {
+	enum route route = ir->route;
 	struct fwd *f = h2o_mem_alloc_shared(&req->pool, sizeof(*f), fwd_dispose);
 	memset(f, 0, sizeof(*f));
 	f->req = req;
-	f->gen = rt_gen_ref(g);
+	f->gen = router_gen_ref(g);
 	f->route = route;
-	f->prep = prep;
-	f->pick = *pick;
+	f->ir = ir;
+	f->sel = *sel;
+	f->t_selected = t_selected_ns;
 	f->body = body;
-	f->t_start = t_start_ns;
+	f->t_start = ir->t_start_ns;
 	f->head_timer.cb = on_head_timeout;
 	f->idle_timer.cb = on_idle_timeout;
 	h2o_buffer_init(&f->sending, &h2o_socket_buffer_prototype);
 	h2o_buffer_init(&f->tail, &h2o_socket_buffer_prototype);
 	rt_ux_init(&f->ux, (enum rt_ux_kind)g->cfg.router.upstream_client, &fwd_cb, f);
 	rt_w.active_requests++;
-	rt_metrics_decision(rt_w.metrics, rt_w.index, pick->policy, pick->reason);
+	rt_metrics_decision(rt_w.metrics, rt_w.index, sel->policy, sel->reason);
 
-	if (pick->pd) {
+	if (sel->pd) {
 		/* Bootstrap fields of the chosen prefill worker, same body to both. */
 		char host[256];
 		uint16_t port;
 		const char *path;
-		if (rt_url_split(pick->prefill.url, host, sizeof(host), &port, &path) != 0 ||
-		    rt_pd_splice(&req->pool, body, host, pick->prefill.bootstrap_port,
+		if (rt_url_split(sel->prefill.id, host, sizeof(host), &port, &path) != 0 ||
+		    rt_pd_splice(&req->pool, body, host, sel->prefill.bootstrap_port,
 				 rt_pd_batch_size(body, route), &f->body) != 0) {
-			return rt_send_error(req, route, 500, "internal_error",
-					     "cannot add the PD bootstrap fields to the request", NULL);
+			return rt_send_errorf(req, route, 500, "internal_error", "cannot add the PD bootstrap fields to the request");
 		}
 		const char *why = NULL;
-		struct rt_upstream *pu = rt_upstream_get(rt_w.upstreams, pick->prefill.slot,
-							 pick->prefill.url, rt_w.loop, &why);
+		struct rt_upstream *pu = rt_upstream_get(rt_w.upstreams, sel->prefill.slot,
+							 sel->prefill.id, rt_w.loop, &why);
 		if (pu == NULL)
-			return rt_send_error(req, route, 502, "upstream_unreachable", why, NULL);
+			return rt_send_errorf(req, route, 502, "upstream_unreachable", "%s", why);
 		h2o_iovec_t phead = build_head(req, &req->pool, pu, route_path(route), f->body.len,
-					       pick->main.url);
+					       sel->worker.id);
 		prefill_start(f, phead);
 	}
 	fwd_connect(f);

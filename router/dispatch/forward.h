@@ -29,14 +29,17 @@
 
 #include <h2o.h>
 
-#include "router/pick.h"
-#include "router/rtgen.h"
+#include "router/core/generation.h"
+#include "router/core/select.h"
+#include "router/http/infer.h"
 
-/* Forwards `req` (body `body`, borrowed from the request pool) per `pick`.
- * Takes a reference to `g`. `t_start_ns` is the receipt time. Sends the
+/* Forwards `req` (body `body`, borrowed from the request pool) to the
+ * engine(s) of `sel` (copied; its strings borrow from `g`, which the
+ * forward keeps referenced). `ir` is the prepared request (pool), for the
+ * route, the receipt time and a retry's selection. `t_selected_ns` is when
+ * selection ended: the dispatch stamp of the first attempt. Sends the
  * response (or an error) itself; returns 0. */
-int rt_forward_start(h2o_req_t *req, struct rt_gen *g, enum rt_route route,
-		     struct rt_prepared *prep, const struct rt_pick *pick, h2o_iovec_t body,
-		     uint64_t t_start_ns);
+int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request *ir,
+		     const struct selection *sel, h2o_iovec_t body, uint64_t t_selected_ns);
 
 #endif

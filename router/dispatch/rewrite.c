@@ -189,7 +189,7 @@ uint64_t rt_pd_room(void)
 	return r & (uint64_t)INT64_MAX;
 }
 
-unsigned rt_pd_batch_size(h2o_iovec_t body, enum rt_route route)
+unsigned rt_pd_batch_size(h2o_iovec_t body, enum route route)
 {
 	struct member_iter it;
 	struct member mb, *m = &mb;
@@ -199,16 +199,16 @@ unsigned rt_pd_batch_size(h2o_iovec_t body, enum rt_route route)
 	while (member_next(&it, &mb) == 1) {
 		char first;
 		int len;
-		if (key_is(m, "n") && route != RT_ROUTE_GENERATE) {
+		if (key_is(m, "n") && route != ROUTE_GENERATE) {
 			long v = strtol(m->value.base, NULL, 10);
 			if (v > 1 && v <= 1024)
 				batch = (unsigned)v;
-		} else if ((key_is(m, "prompt") && route == RT_ROUTE_COMPLETIONS) ||
-			   (key_is(m, "text") && route == RT_ROUTE_GENERATE)) {
+		} else if ((key_is(m, "prompt") && route == ROUTE_COMPLETIONS) ||
+			   (key_is(m, "text") && route == ROUTE_GENERATE)) {
 			/* a list of strings or of token lists is a batch */
 			if ((len = array_len(m->value, &first)) > 1 && (first == '"' || first == '['))
 				return (unsigned)len;
-		} else if (key_is(m, "input_ids") && route == RT_ROUTE_GENERATE) {
+		} else if (key_is(m, "input_ids") && route == ROUTE_GENERATE) {
 			if ((len = array_len(m->value, &first)) > 0 && first == '[')
 				return (unsigned)len;
 		}
@@ -348,13 +348,13 @@ static int override_object(h2o_iovec_t obj, json_t *ov, bool reject, struct rt_b
 	return 0;
 }
 
-int rt_sampling_override(h2o_mem_pool_t *pool, h2o_iovec_t body, enum rt_route route,
+int rt_sampling_override(h2o_mem_pool_t *pool, h2o_iovec_t body, enum route route,
 			 json_t *override, bool reject_conflicts, h2o_iovec_t *out,
 			 const char **param)
 {
 	struct rt_buf b = {0};
 	int rc;
-	if (route != RT_ROUTE_GENERATE) {
+	if (route != ROUTE_GENERATE) {
 		rc = override_object(body, override, reject_conflicts, &b, pool, param);
 	} else {
 		struct member_iter it;

@@ -22,7 +22,7 @@ uint64_t rt_pd_room(void);
 
 /* Number of requests the body stands for: `n` (chat/completions) when
  * > 1, or the length of a batched prompt / text / input_ids; else 1. */
-unsigned rt_pd_batch_size(h2o_iovec_t body, enum rt_route route);
+unsigned rt_pd_batch_size(h2o_iovec_t body, enum route route);
 
 /* Writes into *out a copy of the JSON object `body` without any
  * bootstrap_host / bootstrap_port / bootstrap_room member and with those
@@ -36,7 +36,7 @@ int rt_pd_splice(h2o_mem_pool_t *pool, h2o_iovec_t body, const char *host, uint1
  * reject_conflicts, a client value that differs from the override fails
  * with -2 and *param set to the parameter's name (pool). Returns 0 (*out
  * set), -1 (body not an object), -2 (conflict). */
-int rt_sampling_override(h2o_mem_pool_t *pool, h2o_iovec_t body, enum rt_route route,
+int rt_sampling_override(h2o_mem_pool_t *pool, h2o_iovec_t body, enum route route,
 			 json_t *override, bool reject_conflicts, h2o_iovec_t *out,
 			 const char **param);
 

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "router/http/response.h"
 #include "router/core/buf.h"
 #include "router/http/routes.h"
 #include "router/upstream/pool.h"
@@ -62,7 +63,7 @@ static void flush_finish(struct flush *fl)
 	rt_buf_puts(&b, "]}\n");
 	h2o_req_t *req = fl->req;
 	fl->req = NULL;
-	rt_send_body(req, RT_ROUTE_FLUSH_CACHE, ok ? 200 : 502, "application/json",
+	rt_send_body(req, ROUTE_FLUSH_CACHE, ok ? 200 : 502, "application/json",
 		     b.oom ? "{}" : b.p, b.oom ? 2 : b.n);
 	rt_buf_free(&b);
 }
@@ -160,8 +161,7 @@ int rt_route_flush_cache(h2o_req_t *req)
 	}
 	if (fl->n == 0) {
 		fl->req = NULL;
-		return rt_send_error(req, RT_ROUTE_FLUSH_CACHE, 503, "no_healthy_workers",
-				     "no worker to flush", NULL);
+		return rt_send_errorf(req, ROUTE_FLUSH_CACHE, 503, "no_healthy_workers", "no worker to flush");
 	}
 	flush_finish(fl);
 	return 0;
@@ -224,9 +224,9 @@ static int workers_list(h2o_req_t *req)
 		      r && statebus_daemon_live(r, now, 5000000000ull) ? "true" : "false");
 	if (b.oom) {
 		rt_buf_free(&b);
-		return rt_send_error(req, RT_ROUTE_WORKERS, 500, "internal_error", "out of memory", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 500, "internal_error", "out of memory");
 	}
-	rt_send_body(req, RT_ROUTE_WORKERS, 200, "application/json", b.p, b.n);
+	rt_send_body(req, ROUTE_WORKERS, 200, "application/json", b.p, b.n);
 	rt_buf_free(&b);
 	return 0;
 }
@@ -263,9 +263,8 @@ static int workers_add(h2o_req_t *req)
 	if (root == NULL || !json_is_object(root)) {
 		if (root)
 			json_decref(root);
-		return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
-				     "body must be a JSON object {\"url\",\"role\",\"model\","
-				     "\"bootstrap_port\"}", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "body must be a JSON object {\"url\",\"role\",\"model\","
+				     "\"bootstrap_port\"}");
 	}
 	const char *url = json_string_value(json_object_get(root, "url"));
 	const char *role = json_string_value(json_object_get(root, "role"));
@@ -277,9 +276,8 @@ static int workers_add(h2o_req_t *req)
 	if (rc != SY_OK || (role && strcmp(role, "plain") && strcmp(role, "prefill") &&
 			    strcmp(role, "decode")) || bport < 0 || bport > 65535) {
 		json_decref(root);
-		return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
-				     "url must be an http(s) URL, role plain|prefill|decode, "
-				     "bootstrap_port 0..65535", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "url must be an http(s) URL, role plain|prefill|decode, "
+				     "bootstrap_port 0..65535");
 	}
 	w.role = !role || !strcmp(role, "plain") ? STATEBUS_WORKER_PLAIN
 		 : !strcmp(role, "prefill")      ? STATEBUS_WORKER_PREFILL
@@ -291,21 +289,19 @@ static int workers_add(h2o_req_t *req)
 	json_decref(root);
 	uint32_t slot, gen;
 	if (statebus_writer_lock(rt_w.region, true) != SY_OK)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 503, "service_overloaded",
-				     "the state plane is busy", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 503, "service_overloaded", "the state plane is busy");
 	rc = statebus_worker_add(rt_w.region, &w, &slot, &gen);
 	statebus_writer_unlock(rt_w.region);
 	if (rc == SY_EEXIST)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 409, "worker_exists",
-				     "a worker with this ID is already registered", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 409, "worker_exists", "a worker with this ID is already registered");
 	if (rc != SY_OK)
-		return rt_send_errorf(req, RT_ROUTE_WORKERS, 503, "service_overloaded",
+		return rt_send_errorf(req, ROUTE_WORKERS, 503, "service_overloaded",
 				      "cannot add the worker: %s", sy_strerror(rc));
 	sy_info("admin: added worker %s (slot %u)", w.id, slot);
 	char body[128];
 	int n = snprintf(body, sizeof(body), "{\"added\":true,\"slot\":%u,\"generation\":%u}\n", slot,
 			 gen);
-	return rt_send_body(req, RT_ROUTE_WORKERS, 201, "application/json", body, (size_t)n);
+	return rt_send_body(req, ROUTE_WORKERS, 201, "application/json", body, (size_t)n);
 }
 
 static int workers_delete(h2o_req_t *req, h2o_iovec_t path)
@@ -322,23 +318,18 @@ static int workers_delete(h2o_req_t *req, h2o_iovec_t path)
 	}
 	if (enc.len == 0 || pct_decode(enc, raw, sizeof(raw)) != 0 ||
 	    statebus_worker_id_normalise(raw, id, sizeof(id)) != SY_OK)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
-				     "name the worker: DELETE /workers/<url-encoded URL> or ?url=URL",
-				     NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "name the worker: DELETE /workers/<url-encoded URL> or ?url=URL");
 	uint32_t slot, gen;
 	if (statebus_worker_find(rt_w.region, id, &slot, &gen) != SY_OK)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 404, "worker_not_found",
-				     "no such worker", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 404, "worker_not_found", "no such worker");
 	if (statebus_writer_lock(rt_w.region, true) != SY_OK)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 503, "service_overloaded",
-				     "the state plane is busy", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 503, "service_overloaded", "the state plane is busy");
 	int rc = statebus_worker_remove(rt_w.region, slot, gen);
 	statebus_writer_unlock(rt_w.region);
 	if (rc != SY_OK)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 404, "worker_not_found",
-				     "no such worker", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 404, "worker_not_found", "no such worker");
 	sy_info("admin: removed worker %s (slot %u)", id, slot);
-	return rt_send_body(req, RT_ROUTE_WORKERS, 200, "application/json", "{\"removed\":true}\n",
+	return rt_send_body(req, ROUTE_WORKERS, 200, "application/json", "{\"removed\":true}\n",
 			    17);
 }
 
@@ -384,8 +375,7 @@ static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
 			if (in)
 				json_decref(in);
 			json_decref(op);
-			return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
-					     "body must be a JSON object with at least \"url\"", NULL);
+			return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "body must be a JSON object with at least \"url\"");
 		}
 		json_object_update(op, in);
 		json_decref(in);
@@ -400,8 +390,7 @@ static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
 					     req->path.len - req->query_at - 5);
 		if (enc.len == 0 || pct_decode(enc, raw, sizeof(raw)) != 0) {
 			json_decref(op);
-			return rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
-					     "name the worker: DELETE /workers/<url-encoded URL>", NULL);
+			return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "name the worker: DELETE /workers/<url-encoded URL>");
 		}
 		json_object_set_new(op, "op", json_string("remove_worker"));
 		json_object_set_new(op, "url", json_string(raw));
@@ -410,17 +399,16 @@ static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
 	json_t *reply = control_call(rt_w.cfg->statebus.control_endpoint, op, &why);
 	json_decref(op);
 	if (reply == NULL)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 503, "service_overloaded", why, NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 503, "service_overloaded", "%s", why);
 	char *txt = json_dumps(reply, JSON_COMPACT);
 	bool ok = json_is_true(json_object_get(reply, "ok"));
 	const char *err = json_string_value(json_object_get(reply, "error"));
 	int rc;
 	if (ok)
-		rc = rt_send_body(req, RT_ROUTE_WORKERS, post ? 201 : 200, "application/json",
+		rc = rt_send_body(req, ROUTE_WORKERS, post ? 201 : 200, "application/json",
 				  txt ? txt : "{}", txt ? strlen(txt) : 2);
 	else
-		rc = rt_send_error(req, RT_ROUTE_WORKERS, 400, "bad_request",
-				   err ? err : "the statebus refused the change", NULL);
+		rc = rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "%s", err ? err : "the statebus refused the change");
 	free(txt);
 	json_decref(reply);
 	return rc;
@@ -430,14 +418,11 @@ int rt_route_workers(h2o_req_t *req, h2o_iovec_t path)
 {
 	const char *key = rt_w.cfg->router.admin_api_key;
 	if (key == NULL)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 404, "not_found",
-				     "the admin API is off (start the router with --admin-api-key)",
-				     NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 404, "not_found", "the admin API is off (start the router with --admin-api-key)");
 	if (!authorised(req, key)) {
 		h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
 			       H2O_STRLIT("Bearer"));
-		return rt_send_error(req, RT_ROUTE_WORKERS, 401, "unauthorized",
-				     "missing or wrong bearer token", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 401, "unauthorized", "missing or wrong bearer token");
 	}
 	bool get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
 	bool post = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"));
@@ -445,11 +430,9 @@ int rt_route_workers(h2o_req_t *req, h2o_iovec_t path)
 	if (get && path.len == 8)
 		return workers_list(req);
 	if (!post && !del)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 405, "method_not_allowed",
-				     "use GET, POST or DELETE", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 405, "method_not_allowed", "use GET, POST or DELETE");
 	if (rt_w.region == NULL)
-		return rt_send_error(req, RT_ROUTE_WORKERS, 503, "service_overloaded",
-				     "no state plane", NULL);
+		return rt_send_errorf(req, ROUTE_WORKERS, 503, "service_overloaded", "no state plane");
 	if (statebus_daemon_live(rt_w.region, sy_mono_ns(), 5000000000ull))
 		return workers_via_statebus(req, path, post);
 	return post ? workers_add(req) : workers_delete(req, path);

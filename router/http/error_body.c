@@ -25,18 +25,22 @@ void rt_buf_json_str(struct rt_buf *b, const char *s, size_t len)
 	}
 }
 
-void rt_error_body(struct rt_buf *b, int status, const char *code, const char *message,
-		   const char *details_json)
+void rt_error_body(struct rt_buf *b, const struct router_error *e)
 {
-	rt_buf_printf(b, "{\"error\":{\"type\":\"%s\",\"code\":\"",
-		      status >= 400 && status < 500 ? "invalid_request_error" : "server_error");
+	const char *code = e->code != NULL ? e->code : "internal_error";
+	rt_buf_printf(b, "{\"error\":{\"type\":\"%s\",\"code\":\"", router_error_type(e->status));
 	rt_buf_json_str(b, code, strlen(code));
 	rt_buf_puts(b, "\",\"message\":\"");
-	rt_buf_json_str(b, message, strlen(message));
+	rt_buf_json_str(b, e->message, strlen(e->message));
 	rt_buf_puts(b, "\"");
-	if (details_json != NULL) {
-		rt_buf_puts(b, ",\"details\":");
-		rt_buf_puts(b, details_json);
+	for (size_t i = 0; i < e->n_details; i++) {
+		const struct router_rejection *d = &e->details[i];
+		const char *limit = d->limit != NULL ? d->limit : "";
+		rt_buf_puts(b, i == 0 ? ",\"details\":[{\"worker\":\"" : ",{\"worker\":\"");
+		rt_buf_json_str(b, d->worker, strnlen(d->worker, sizeof(d->worker)));
+		rt_buf_puts(b, "\",\"limit\":\"");
+		rt_buf_json_str(b, limit, strlen(limit));
+		rt_buf_puts(b, i + 1 == e->n_details ? "\"}]" : "\"}");
 	}
 	rt_buf_puts(b, "}}\n");
 }

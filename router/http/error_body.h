@@ -1,22 +1,24 @@
-/* error_body.h — the router's JSON error body and its code table (DESIGN.md
- * §9, reference/policy-defaults.md §8). Pure formatting, no h2o: errors.c
- * sends what this writes, the oversize filter (oversize.c) and the unit
- * tests use it directly.
+/* error_body.h — the JSON body of the router's error value (struct
+ * router_error, router/core/error.h) and the code table (DESIGN.md §9,
+ * reference/policy-defaults.md §8). Pure formatting, no h2o:
+ * error_response.c sends what this writes, the oversize filter and the
+ * unit tests use it directly.
  *
  *   {"error":{"type":"invalid_request_error"|"server_error","code":CODE,
- *             "message":MSG[,"details":DETAILS]}}\n
- * type: invalid_request_error for 4xx, server_error otherwise. Strings are
- * JSON-escaped (control bytes as \u00XX); details_json is copied verbatim
- * and must itself be valid JSON.
+ *             "message":MSG[,"details":[{"worker":ID,"limit":CAP},...]]}}\n
+ * type: router_error_type(status). Strings are JSON-escaped (control bytes
+ * as \u00XX); "details" is present when the error lists admission
+ * rejections (503 policy_selection_failed).
  */
 #ifndef SY_ROUTER_ERROR_BODY_H
 #define SY_ROUTER_ERROR_BODY_H
 
 #include "router/core/buf.h"
+#include "router/core/error.h"
 
-/* Appends the error body to `b` (b->oom set on allocation failure). */
-void rt_error_body(struct rt_buf *b, int status, const char *code, const char *message,
-		   const char *details_json);
+/* Appends the body of error `e` to `b` (b->oom set on allocation
+ * failure). A NULL code is sent as internal_error. */
+void rt_error_body(struct rt_buf *b, const struct router_error *e);
 
 /* The status every router error code is sent with (DESIGN.md §9 and the
  * data plane's own codes: not_found 404, worker_not_found 404,

@@ -2,16 +2,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
+#include "router/core/generation.h"
+#include "router/http/response.h"
 #include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
 #include "router/http/metrics.h"
-#include "router/pick.h"
 #include "router/http/routes.h"
 
 int rt_route_health(h2o_req_t *req)
 {
-	return rt_send_body(req, RT_ROUTE_HEALTH, 200, "text/plain; charset=utf-8", "ok\n", 3);
+	return rt_send_body(req, ROUTE_HEALTH, 200, "text/plain; charset=utf-8", "ok\n", 3);
 }
 
 static bool any_worker_known(void)
@@ -29,12 +31,10 @@ static bool any_worker_known(void)
 int rt_route_readyz(h2o_req_t *req)
 {
 	if (rt_w.draining)
-		return rt_send_error(req, RT_ROUTE_READYZ, 503, "draining",
-				     "the router is shutting down", NULL);
+		return rt_send_errorf(req, ROUTE_READYZ, 503, "draining", "the router is shutting down");
 	if (!any_worker_known())
-		return rt_send_error(req, RT_ROUTE_READYZ, 503, "no_healthy_workers",
-				     "no worker is known yet", NULL);
-	return rt_send_body(req, RT_ROUTE_READYZ, 200, "text/plain; charset=utf-8", "ready\n", 6);
+		return rt_send_errorf(req, ROUTE_READYZ, 503, "no_healthy_workers", "no worker is known yet");
+	return rt_send_body(req, ROUTE_READYZ, 200, "text/plain; charset=utf-8", "ready\n", 6);
 }
 
 static void model_cb(const char *model, void *arg)
@@ -47,18 +47,29 @@ static void model_cb(const char *model, void *arg)
 	rt_buf_puts(b, "\",\"object\":\"model\",\"created\":0,\"owned_by\":\"switchyard\"}");
 }
 
+/* Calls `fn` once per distinct model of generation `g` and the state
+ * plane (the default model when none is known). */
+static void models_each(struct router_gen *g, void (*fn)(const char *model, void *arg), void *arg)
+{
+	fleet_refresh(&g->fleet, rt_w.region, sy_mono_ns(), false);
+	for (size_t i = 0; i < g->fleet.n_models; i++)
+		fn(g->fleet.models[i], arg);
+	if (g->fleet.n_models == 0)
+		fn(g->cfg.model_id, arg);
+}
+
 int rt_route_models(h2o_req_t *req)
 {
 	struct rt_buf b = {0};
 	rt_buf_puts(&b, "{\"object\":\"list\",\"data\":[");
 	if (!b.oom)
-		rt_models_each(rt_w.gen, model_cb, &b);
+		models_each(rt_w.gen, model_cb, &b);
 	rt_buf_puts(&b, "]}\n");
 	if (b.oom) {
 		rt_buf_free(&b);
-		return rt_send_error(req, RT_ROUTE_MODELS, 500, "internal_error", "out of memory", NULL);
+		return rt_send_errorf(req, ROUTE_MODELS, 500, "internal_error", "out of memory");
 	}
-	rt_send_body(req, RT_ROUTE_MODELS, 200, "application/json", b.p, b.n);
+	rt_send_body(req, ROUTE_MODELS, 200, "application/json", b.p, b.n);
 	rt_buf_free(&b);
 	return 0;
 }
@@ -71,9 +82,8 @@ int rt_route_metrics(h2o_req_t *req)
 	size_t len;
 	if (rt_metrics_render(rt_w.metrics, rt_w.region,
 			      rt_w.cfg->router.cb_threshold > 0 ? cb_state : NULL, &text, &len) != 0)
-		return rt_send_error(req, RT_ROUTE_METRICS, 500, "internal_error", "out of memory",
-				     NULL);
-	rt_send_body(req, RT_ROUTE_METRICS, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+		return rt_send_errorf(req, ROUTE_METRICS, 500, "internal_error", "out of memory");
+	rt_send_body(req, ROUTE_METRICS, 200, "text/plain; version=0.0.4; charset=utf-8", text,
 		     len);
 	free(text);
 	return 0;

@@ -1,45 +1,126 @@
-/* infer.c — the inference routes: body limit, preparation, sampling
- * override, selection, dispatch (DESIGN.md §4). Nothing is dispatched
- * before a complete selection; a forwarding failure never restarts
- * selection (only the opt-in retry in forward.c picks again). */
+/* infer.c — the inference routes, top to bottom (infer.h): body limit,
+ * preparation, the body rewrite, selection, dispatch. Nothing is
+ * dispatched before a complete selection; a forwarding failure never
+ * restarts selection (only the opt-in retry in forward.c selects again). */
+#include "router/http/infer.h"
+
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/errors.h"
 #include "router/dispatch/forward.h"
 #include "router/dispatch/input_ids.h"
-#include "router/http/metrics.h"
 #include "router/dispatch/rewrite.h"
-#include "router/pick.h"
+#include "router/http/metrics.h"
+#include "router/http/response.h"
 #include "router/http/routes.h"
-#include "router/rtgen.h"
+#include "router/worker.h"
 
-int rt_route_infer(h2o_req_t *req, enum rt_route route)
+/* ---- preparation ----------------------------------------------------------- */
+
+static bool header_fn(void *ctx, const char *name, size_t len, struct router_span *value)
+{
+	h2o_req_t *req = ctx;
+	ssize_t i = h2o_find_header_by_str(&req->headers, name, len, -1);
+	if (i < 0)
+		return false;
+	value->ptr = req->headers.entries[i].value.base;
+	value->len = req->headers.entries[i].value.len;
+	return true;
+}
+
+/* Preparation scratch of finished requests, handed to the next ones so
+ * the hot path does not malloc and free it per request (router_prepare
+ * resets a buffer before use). One cache per worker process; only buffers
+ * up to PREP_CACHE_MAX_BYTES are kept, so one huge request does not pin
+ * its memory. */
+#define PREP_CACHE_N 16
+#define PREP_CACHE_MAX_BYTES (256u * 1024u)
+
+static struct prepare_buf prep_cache[PREP_CACHE_N];
+static unsigned prep_cached;
+
+static void infer_request_dispose(void *p)
+{
+	struct infer_request *ir = p;
+	if (prep_cached < PREP_CACHE_N && prepare_buf_bytes(&ir->buf) <= PREP_CACHE_MAX_BYTES)
+		prep_cache[prep_cached++] = ir->buf;
+	else
+		prepare_buf_free(&ir->buf);
+}
+
+struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h2o_req_t *req,
+				       uint64_t t_start_ns, struct router_error *err)
+{
+	struct infer_request *ir =
+		h2o_mem_alloc_shared(&req->pool, sizeof(*ir), infer_request_dispose);
+	memset(ir, 0, sizeof(*ir));
+	if (prep_cached > 0)
+		ir->buf = prep_cache[--prep_cached];
+	else
+		prepare_buf_init(&ir->buf);
+	ir->route = route;
+	ir->t_start_ns = t_start_ns;
+	router_error_clear(err);
+	int rc = router_prepare(&g->prepare, route, req->entity.base, req->entity.len, header_fn,
+				req, &ir->buf, &ir->pr, err);
+	ir->t_prepared_ns = sy_mono_ns();
+	return rc == 0 ? ir : NULL;
+}
+
+/* ---- selection --------------------------------------------------------------- */
+
+static bool excluded(const struct worker_exclude *ex, uint32_t slot)
+{
+	for (unsigned i = 0; ex && i < ex->n; i++)
+		if (ex->slots[i] == slot)
+			return true;
+	return false;
+}
+
+int rt_infer_select(struct router_gen *g, struct infer_request *ir,
+		    const struct worker_exclude *ex, uint64_t now_ns, struct selection *out,
+		    struct router_error *err)
+{
+	if (now_ns == 0)
+		now_ns = sy_mono_ns();
+	for (int attempt = 0; attempt < (ex && ex->n ? 4 : 1); attempt++) {
+		router_error_clear(err);
+		int rc = router_select(g, rt_w.region, &ir->pr, now_ns, out, err);
+		struct router_cache_totals cd;
+		if (router_gen_cache_delta(g, &cd))
+			rt_metrics_cache(rt_w.metrics, rt_w.index, &cd);
+		if (rc != 0)
+			return rc;
+		if (!excluded(ex, out->worker.slot))
+			return 0;
+	}
+	router_error_clear(err);
+	router_error_set(err, 503, "no_healthy_workers", -1, "no other worker to retry on");
+	return SY_ENOENT;
+}
+
+/* ---- the route ------------------------------------------------------------- */
+
+int rt_route_infer(h2o_req_t *req, enum route route)
 {
 	uint64_t t0 = sy_mono_ns();
-	struct rt_gen *g = rt_w.gen;
+	struct router_gen *g = rt_w.gen;
 	h2o_iovec_t body = req->entity;
 	if (body.base == NULL || body.len == 0)
-		return rt_send_error(req, route, 400, "bad_request", "a JSON request body is required",
-				     NULL);
+		return rt_send_errorf(req, route, 400, "bad_request", "a JSON request body is required");
 	if (body.len > g->cfg.router.max_body_bytes)
 		return rt_send_errorf(req, route, 413, "payload_too_large",
 				      "request body of %zu bytes exceeds the limit of %llu bytes",
 				      body.len, (unsigned long long)g->cfg.router.max_body_bytes);
 
-	struct rt_prepared *prep = h2o_mem_alloc_pool(&req->pool, sizeof(*prep));
-	memset(prep, 0, sizeof(*prep));
-	prep->t_start_ns = t0; /* one clock read for receipt and prepare start */
-	struct rt_pick_error err = {0};
-	if (rt_prepare(g, route, req, prep, &err) != 0)
-		return rt_send_error(req, route, err.status, err.code, err.message, err.details_json);
-	uint64_t t1 = prep->t_end_ns;
-	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PREPARE,
-			 prep->prepare_ns ? prep->prepare_ns : t1 - t0);
+	struct router_error err;
+	struct infer_request *ir = rt_infer_prepare(g, route, req, t0, &err);
+	if (ir == NULL)
+		return rt_send_error(req, route, &err);
+	uint64_t t1 = ir->t_prepared_ns;
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PREPARE, t1 - t0);
 	bool rewritten = false; /* time passed since t1 */
-	if (prep->tokenize_ns)
-		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_TOKENIZE, prep->tokenize_ns);
-	if (prep->hash_ns)
-		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_HASH, prep->hash_ns);
 
 	if (g->sampling_override != NULL) {
 		const char *param = NULL;
@@ -57,21 +138,22 @@ int rt_route_infer(h2o_req_t *req, enum rt_route route)
 		rewritten = true;
 	}
 
-	if (prep->input_ids != NULL &&
-	    rt_input_ids_body(&req->pool, body, prep->input_ids, prep->n_input_ids, &body) != 0)
-		return rt_send_error(req, route, 500, "internal_error",
-				     "cannot add input_ids to the request", NULL);
-	if (prep->input_ids != NULL)
+	if (ir->pr.forward_ids) {
+		if (rt_input_ids_body(&req->pool, body, ir->pr.token_ids, ir->pr.n_token_ids,
+				      &body) != 0)
+			return rt_send_errorf(req, route, 500, "internal_error",
+					      "cannot add input_ids to the request");
 		rewritten = true;
+	}
 
-	struct rt_pick pick;
+	struct selection sel;
 	uint64_t t2 = rewritten ? sy_mono_ns() : t1;
-	if (rt_select(g, req, prep, NULL, t2, &pick, &err) != 0) {
+	if (rt_infer_select(g, ir, NULL, t2, &sel, &err) != 0) {
 		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
 		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err.code);
-		return rt_send_error(req, route, err.status, err.code, err.message, err.details_json);
+		return rt_send_error(req, route, &err);
 	}
-	pick.t_ns = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
-	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, pick.t_ns - t2);
-	return rt_forward_start(req, g, route, prep, &pick, body, t0);
+	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
+	return rt_forward_start(req, g, ir, &sel, body, t3);
 }

@@ -37,8 +37,8 @@ struct rt_hist {
 };
 
 struct rt_metrics_row {
-	uint64_t requests[RT_ROUTE_COUNT_];
-	uint64_t responses[RT_ROUTE_COUNT_][RT_STATUS_SLOTS];
+	uint64_t requests[ROUTE_COUNT_];
+	uint64_t responses[ROUTE_COUNT_][RT_STATUS_SLOTS];
 	uint64_t decisions[RT_METRICS_LABELS];      /* by interned "policy\0reason" */
 	uint64_t failures[RT_METRICS_LABELS];       /* by interned code */
 	uint64_t sampling_rejections[RT_METRICS_LABELS]; /* by interned param */
@@ -139,17 +139,17 @@ static unsigned intern_kind(struct rt_metrics *m, char kind, const char *s, size
 	return intern(m, key, len + 2);
 }
 
-void rt_metrics_request(struct rt_metrics *m, unsigned row, enum rt_route route)
+void rt_metrics_request(struct rt_metrics *m, unsigned row, enum route route)
 {
 	struct rt_metrics_row *r = row_of(m, row);
-	if (r && (unsigned)route < RT_ROUTE_COUNT_)
+	if (r && (unsigned)route < ROUTE_COUNT_)
 		add(&r->requests[route], 1);
 }
 
-void rt_metrics_response(struct rt_metrics *m, unsigned row, enum rt_route route, int status)
+void rt_metrics_response(struct rt_metrics *m, unsigned row, enum route route, int status)
 {
 	struct rt_metrics_row *r = row_of(m, row);
-	if (!r || (unsigned)route >= RT_ROUTE_COUNT_)
+	if (!r || (unsigned)route >= ROUTE_COUNT_)
 		return;
 	unsigned s = RT_STATUS_SLOTS - 1;
 	for (unsigned i = 0; i < RT_STATUS_SLOTS - 1; i++)
@@ -283,18 +283,18 @@ static const char *const phase_names[RT_PHASE_COUNT_] = {"prepare", "tokenize", 
 static const char *const stream_names[RT_STREAM_COUNT_] = {"complete", "client_cancel",
 							    "upstream_error", "idle_timeout"};
 
-static const char *method_of(enum rt_route r)
+static const char *method_of(enum route r)
 {
 	switch (r) {
-	case RT_ROUTE_CHAT:
-	case RT_ROUTE_COMPLETIONS:
-	case RT_ROUTE_GENERATE:
-	case RT_ROUTE_FLUSH_CACHE:
-	case RT_ROUTE_TOKENIZE:
-	case RT_ROUTE_DETOKENIZE:
+	case ROUTE_CHAT_COMPLETIONS:
+	case ROUTE_COMPLETIONS:
+	case ROUTE_GENERATE:
+	case ROUTE_FLUSH_CACHE:
+	case ROUTE_TOKENIZE:
+	case ROUTE_DETOKENIZE:
 		return "POST";
-	case RT_ROUTE_OTHER:
-	case RT_ROUTE_WORKERS:
+	case ROUTE_OTHER:
+	case ROUTE_WORKERS:
 		return "ANY";
 	default:
 		return "GET";
@@ -448,16 +448,16 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 
 	rt_buf_puts(&b, "# HELP switchyard_requests_total Requests received, by route.\n"
 			"# TYPE switchyard_requests_total counter\n");
-	for (unsigned r = 0; r < RT_ROUTE_COUNT_; r++) {
+	for (unsigned r = 0; r < ROUTE_COUNT_; r++) {
 		uint64_t v = 0;
 		for (unsigned p = 0; p < m->procs; p++)
 			v += get(&m->rows[p].requests[r]);
 		rt_buf_printf(&b, "switchyard_requests_total{route=\"%s\",method=\"%s\"} %llu\n",
-			      rt_route_name(r), method_of(r), (unsigned long long)v);
+			      route_name(r), method_of(r), (unsigned long long)v);
 	}
 	rt_buf_puts(&b, "# HELP switchyard_responses_total Responses sent, by route and status.\n"
 			"# TYPE switchyard_responses_total counter\n");
-	for (unsigned r = 0; r < RT_ROUTE_COUNT_; r++)
+	for (unsigned r = 0; r < ROUTE_COUNT_; r++)
 		for (unsigned s = 0; s < RT_STATUS_SLOTS; s++) {
 			uint64_t v = 0;
 			for (unsigned p = 0; p < m->procs; p++)
@@ -472,7 +472,7 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			rt_buf_printf(&b,
 				      "switchyard_responses_total{route=\"%s\",method=\"%s\","
 				      "status_code=\"%s\"} %llu\n",
-				      rt_route_name(r), method_of(r), code, (unsigned long long)v);
+				      route_name(r), method_of(r), code, (unsigned long long)v);
 		}
 
 	/* Per worker: requests by outcome, in-flight, health, breaker. */

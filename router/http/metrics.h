@@ -69,8 +69,8 @@ struct rt_metrics *rt_metrics_create(unsigned procs, unsigned max_workers);
 
 /* Recording, from worker process `row` (rt_w.index). Out-of-range indexes
  * are ignored; all never block. */
-void rt_metrics_request(struct rt_metrics *m, unsigned row, enum rt_route route);
-void rt_metrics_response(struct rt_metrics *m, unsigned row, enum rt_route route, int status);
+void rt_metrics_request(struct rt_metrics *m, unsigned row, enum route route);
+void rt_metrics_response(struct rt_metrics *m, unsigned row, enum route route, int status);
 void rt_metrics_worker(struct rt_metrics *m, unsigned row, uint32_t worker_slot,
 		       enum rt_outcome outcome);
 void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,

@@ -17,11 +17,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "router/http/response.h"
+#include "router/http/access_log.h"
 #include "router/core/buf.h"
 #include "router/http/error_body.h"
 #include "router/http/metrics.h"
 #include "router/worker.h"
-#include "router/rtgen.h"
+#include "router/core/generation.h"
 
 /* Output stream that replaces whatever body h2o sends with `body`. */
 struct oversize_ostream {
@@ -53,18 +55,19 @@ static void oversize_on_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t 
 		return;
 	}
 	unsigned long long limit = rt_w.cfg ? (unsigned long long)rt_w.cfg->router.max_body_bytes : 0;
-	char msg[160];
-	snprintf(msg, sizeof(msg), "request body exceeds the limit of %llu bytes", limit);
+	struct router_error e;
+	router_error_clear(&e);
+	router_error_set(&e, 413, "payload_too_large", -1,
+			 "request body exceeds the limit of %llu bytes", limit);
 	struct rt_buf b = {0};
-	rt_error_body(&b, 413, "payload_too_large", msg, NULL);
+	rt_error_body(&b, &e);
 	h2o_iovec_t body = b.oom ? h2o_iovec_init(H2O_STRLIT("{}\n"))
 				 : h2o_strdup(&req->pool, b.p, b.n);
 	rt_buf_free(&b);
 
 	const char *method = NULL;
-	enum rt_route route = rt_route_lookup(req->path_normalized.base ? req->path_normalized
-								     : req->input.path,
-					       &method);
+	h2o_iovec_t path = req->path_normalized.base ? req->path_normalized : req->input.path;
+	enum route route = route_lookup(path.base, path.len, &method);
 	rt_metrics_request(rt_w.metrics, rt_w.index, route);
 	rt_metrics_response(rt_w.metrics, rt_w.index, route, 413);
 	h2o_iovec_t id = rt_request_id(req);

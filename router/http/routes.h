@@ -9,7 +9,7 @@
 #include "router/worker.h"
 
 /* POST /v1/chat/completions, /v1/completions, /generate (infer.c). */
-int rt_route_infer(h2o_req_t *req, enum rt_route route);
+int rt_route_infer(h2o_req_t *req, enum route route);
 
 /* GET /health, /healthz: liveness, "ok" (health.c). */
 int rt_route_health(h2o_req_t *req);
@@ -27,6 +27,6 @@ int rt_route_workers(h2o_req_t *req, h2o_iovec_t path);
 
 /* POST /v1/tokenize, /v1/detokenize with the generation's tokenizer
  * (tokenize.c). */
-int rt_route_tokenize(h2o_req_t *req, enum rt_route route);
+int rt_route_tokenize(h2o_req_t *req, enum route route);
 
 #endif

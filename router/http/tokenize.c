@@ -27,10 +27,11 @@
 #include "common/errors.h"
 #include "common/tokenizer/chat-request.h"
 #include "common/tokenizer/tokenizer.h"
+#include "router/http/response.h"
 #include "router/core/buf.h"
 #include "router/core/generation.h"
 #include "router/http/routes.h"
-#include "router/rtgen.h"
+#include "router/core/generation.h"
 
 /* Appends `len` bytes as a JSON string body, replacing each byte that does
  * not start a valid UTF-8 sequence by U+FFFD (the "bytes" tokenizer can
@@ -75,11 +76,11 @@ static void put_ids(struct rt_buf *b, const struct sy_tokens *t)
 	rt_buf_printf(b, "],\"count\":%zu", t->len);
 }
 
-static int send_buf(h2o_req_t *req, enum rt_route route, struct rt_buf *b)
+static int send_buf(h2o_req_t *req, enum route route, struct rt_buf *b)
 {
 	if (b->oom) {
 		rt_buf_free(b);
-		return rt_send_error(req, route, 500, "internal_error", "out of memory", NULL);
+		return rt_send_errorf(req, route, 500, "internal_error", "out of memory");
 	}
 	int rc = rt_send_body(req, route, 200, "application/json", b->p, b->n);
 	rt_buf_free(b);
@@ -87,13 +88,12 @@ static int send_buf(h2o_req_t *req, enum rt_route route, struct rt_buf *b)
 }
 
 /* Maps a tokenizer error to the response. */
-static int tok_error(h2o_req_t *req, enum rt_route route, int rc, const char *what)
+static int tok_error(h2o_req_t *req, enum route route, int rc, const char *what)
 {
 	if (rc == SY_ENOMEM)
-		return rt_send_error(req, route, 500, "internal_error", "out of memory", NULL);
-	if (rc == SY_ERANGE && route == RT_ROUTE_DETOKENIZE)
-		return rt_send_error(req, route, 400, "bad_request",
-				     "tokens: an id is not in the tokenizer's vocabulary", NULL);
+		return rt_send_errorf(req, route, 500, "internal_error", "out of memory");
+	if (rc == SY_ERANGE && route == ROUTE_DETOKENIZE)
+		return rt_send_errorf(req, route, 400, "bad_request", "tokens: an id is not in the tokenizer's vocabulary");
 	return rt_send_errorf(req, route, 400, "bad_request", "%s: %s", what,
 			      rc == SY_EMALFORMED ? "malformed JSON in tools, tool_calls or "
 						    "chat_template_kwargs, or invalid UTF-8"
@@ -103,7 +103,7 @@ static int tok_error(h2o_req_t *req, enum rt_route route, int rc, const char *wh
 
 static int tokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root, h2o_iovec_t body)
 {
-	const enum rt_route route = RT_ROUTE_TOKENIZE;
+	const enum route route = ROUTE_TOKENIZE;
 	struct sy_tokens ids;
 	struct rt_buf b = {0};
 	int rc;
@@ -116,8 +116,7 @@ static int tokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root
 		struct sy_textbuf text;
 		char why[200] = "";
 		if (!json_is_array(messages) || json_array_size(messages) == 0)
-			return rt_send_error(req, route, 400, "bad_request",
-					     "messages: expected a non-empty array of messages", NULL);
+			return rt_send_errorf(req, route, 400, "bad_request", "messages: expected a non-empty array of messages");
 		rc = sy_chat_request_parse(body.base, body.len, &cr, why, sizeof(why));
 		if (rc == SY_ENOMEM)
 			return tok_error(req, route, rc, "messages");
@@ -149,10 +148,8 @@ static int tokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root
 		put_ids(&b, &ids);
 		rt_buf_puts(&b, "}");
 	} else {
-		return rt_send_error(req, route, 400, "bad_request",
-				     prompt != NULL ? "prompt: expected a string"
-						    : "prompt or messages: required",
-				     NULL);
+		return rt_send_errorf(req, route, 400, "bad_request", "%s", prompt != NULL ? "prompt: expected a string"
+						    : "prompt or messages: required");
 	}
 	sy_tokens_free(&ids);
 	return send_buf(req, route, &b);
@@ -160,17 +157,14 @@ static int tokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root
 
 static int detokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root)
 {
-	const enum rt_route route = RT_ROUTE_DETOKENIZE;
+	const enum route route = ROUTE_DETOKENIZE;
 	json_t *tokens = json_object_get(root, "tokens");
 	json_t *skip = json_object_get(root, "skip_special_tokens");
 	if (!json_is_array(tokens))
-		return rt_send_error(req, route, 400, "bad_request",
-				     tokens ? "tokens: expected an array of token ids"
-					    : "tokens: required",
-				     NULL);
+		return rt_send_errorf(req, route, 400, "bad_request", "%s", tokens ? "tokens: expected an array of token ids"
+					    : "tokens: required");
 	if (skip != NULL && !json_is_boolean(skip) && !json_is_null(skip))
-		return rt_send_error(req, route, 400, "bad_request",
-				     "skip_special_tokens: expected a boolean", NULL);
+		return rt_send_errorf(req, route, 400, "bad_request", "skip_special_tokens: expected a boolean");
 
 	size_t n = json_array_size(tokens);
 	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
@@ -203,21 +197,19 @@ static int detokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *ro
 	return send_buf(req, route, &b);
 }
 
-int rt_route_tokenize(h2o_req_t *req, enum rt_route route)
+int rt_route_tokenize(h2o_req_t *req, enum route route)
 {
-	struct rt_gen *g = rt_w.gen;
+	struct router_gen *g = rt_w.gen;
 	h2o_iovec_t body = req->entity;
 	if (body.base == NULL || body.len == 0)
-		return rt_send_error(req, route, 400, "bad_request", "a JSON request body is required",
-				     NULL);
+		return rt_send_errorf(req, route, 400, "bad_request", "a JSON request body is required");
 	if (body.len > g->cfg.router.max_body_bytes)
 		return rt_send_errorf(req, route, 413, "payload_too_large",
 				      "request body of %zu bytes exceeds the limit of %llu bytes",
 				      body.len, (unsigned long long)g->cfg.router.max_body_bytes);
-	const struct sy_tokenizer *tok = g->sel != NULL ? g->sel->tokenizer : NULL;
+	const struct sy_tokenizer *tok = g->tokenizer;
 	if (tok == NULL || !sy_tokenizer_has_ids(tok))
-		return rt_send_error(req, route, 400, "bad_request",
-				     "the router has no token ids (--tokenizer off)", NULL);
+		return rt_send_errorf(req, route, 400, "bad_request", "the router has no token ids (--tokenizer off)");
 
 	json_error_t jerr;
 	json_t *root = json_loadb(body.base, body.len, 0, &jerr);
@@ -225,12 +217,11 @@ int rt_route_tokenize(h2o_req_t *req, enum rt_route route)
 		int rc = root == NULL
 				 ? rt_send_errorf(req, route, 400, "bad_request",
 						  "malformed JSON at byte %d: %s", jerr.position, jerr.text)
-				 : rt_send_error(req, route, 400, "bad_request",
-						 "body: expected a JSON object", NULL);
+				 : rt_send_errorf(req, route, 400, "bad_request", "body: expected a JSON object");
 		json_decref(root);
 		return rc;
 	}
-	int rc = route == RT_ROUTE_TOKENIZE ? tokenize(req, tok, root, body)
+	int rc = route == ROUTE_TOKENIZE ? tokenize(req, tok, root, body)
 					    : detokenize(req, tok, root);
 	json_decref(root);
 	return rc;

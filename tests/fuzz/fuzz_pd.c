@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	enum rt_route route = (enum rt_route)(data[0] % 3); /* chat, completions, generate */
+	enum route route = (enum route)(data[0] % 3); /* chat, completions, generate */
 	uint16_t port = (data[0] & 4) ? 0 : 8998;
 	h2o_iovec_t body = h2o_iovec_init(data + 1, size - 1);
 	json_t *in = json_loadb(body.base, body.len, 0, NULL);

@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    sy_tokenizer_open("off", NULL, &tok[1], e, sizeof(e)) != SY_OK)
 			abort();
 	}
-	enum route_kind route = (enum route_kind)(data[0] % 3);
+	enum route route = (enum route)(data[0] % 3);
 	bool off = (data[0] & 4) != 0;
 	const char *body = (const char *)data + 1;
 	size_t len = size - 1;

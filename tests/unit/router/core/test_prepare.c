@@ -53,7 +53,7 @@ static void teardown(void)
 	sy_tokenizer_close(tok_off);
 }
 
-static int prep(enum route_kind r, const char *body)
+static int prep(enum route r, const char *body)
 {
 	return router_prepare(&opts, r, body, strlen(body), lookup, NULL, &buf, &req, &err);
 }
@@ -371,7 +371,7 @@ START_TEST(test_buffer_is_reused_across_requests)
 		ck_assert_uint_eq(req.input_tokens, HI_TOKENS);
 		ck_assert(memcmp(req.model.ptr, "abc", 3) == 0);
 	}
-	ck_assert_str_eq(route_kind_path(ROUTE_GENERATE), "/generate");
+	ck_assert_str_eq(route_name(ROUTE_GENERATE), "/generate");
 }
 END_TEST
 

@@ -28,7 +28,7 @@ static json_t *splice(const char *body, const char *host, uint16_t port, unsigne
 	return j;
 }
 
-static unsigned batch_of(const char *body, enum rt_route route)
+static unsigned batch_of(const char *body, enum route route)
 {
 	return rt_pd_batch_size(h2o_iovec_init(body, strlen(body)), route);
 }
@@ -108,19 +108,19 @@ END_TEST
 
 START_TEST(test_batch_size_n_and_batched_inputs)
 {
-	ck_assert_uint_eq(batch_of("{\"n\":3,\"messages\":[]}", RT_ROUTE_CHAT), 3);
-	ck_assert_uint_eq(batch_of("{\"n\":1}", RT_ROUTE_CHAT), 1);
-	ck_assert_uint_eq(batch_of("{\"n\":1025}", RT_ROUTE_CHAT), 1);
-	ck_assert_uint_eq(batch_of("{\"prompt\":[\"a\",\"b\"]}", RT_ROUTE_COMPLETIONS), 2);
-	ck_assert_uint_eq(batch_of("{\"prompt\":[[1,2],[3],[4]]}", RT_ROUTE_COMPLETIONS), 3);
-	ck_assert_uint_eq(batch_of("{\"prompt\":[1,2,3]}", RT_ROUTE_COMPLETIONS), 1);
-	ck_assert_uint_eq(batch_of("{\"prompt\":\"one\"}", RT_ROUTE_COMPLETIONS), 1);
-	ck_assert_uint_eq(batch_of("{\"text\":[\"a\",\"b\"]}", RT_ROUTE_GENERATE), 2);
-	ck_assert_uint_eq(batch_of("{\"input_ids\":[[1],[2]]}", RT_ROUTE_GENERATE), 2);
-	ck_assert_uint_eq(batch_of("{\"input_ids\":[1,2]}", RT_ROUTE_GENERATE), 1);
-	ck_assert_uint_eq(batch_of("{\"n\":4,\"input_ids\":[1]}", RT_ROUTE_GENERATE), 1);
+	ck_assert_uint_eq(batch_of("{\"n\":3,\"messages\":[]}", ROUTE_CHAT_COMPLETIONS), 3);
+	ck_assert_uint_eq(batch_of("{\"n\":1}", ROUTE_CHAT_COMPLETIONS), 1);
+	ck_assert_uint_eq(batch_of("{\"n\":1025}", ROUTE_CHAT_COMPLETIONS), 1);
+	ck_assert_uint_eq(batch_of("{\"prompt\":[\"a\",\"b\"]}", ROUTE_COMPLETIONS), 2);
+	ck_assert_uint_eq(batch_of("{\"prompt\":[[1,2],[3],[4]]}", ROUTE_COMPLETIONS), 3);
+	ck_assert_uint_eq(batch_of("{\"prompt\":[1,2,3]}", ROUTE_COMPLETIONS), 1);
+	ck_assert_uint_eq(batch_of("{\"prompt\":\"one\"}", ROUTE_COMPLETIONS), 1);
+	ck_assert_uint_eq(batch_of("{\"text\":[\"a\",\"b\"]}", ROUTE_GENERATE), 2);
+	ck_assert_uint_eq(batch_of("{\"input_ids\":[[1],[2]]}", ROUTE_GENERATE), 2);
+	ck_assert_uint_eq(batch_of("{\"input_ids\":[1,2]}", ROUTE_GENERATE), 1);
+	ck_assert_uint_eq(batch_of("{\"n\":4,\"input_ids\":[1]}", ROUTE_GENERATE), 1);
 	/* a prompt batch wins over n (SGLang: one room per prompt) */
-	ck_assert_uint_eq(batch_of("{\"n\":2,\"prompt\":[\"a\",\"b\",\"c\"]}", RT_ROUTE_COMPLETIONS), 3);
+	ck_assert_uint_eq(batch_of("{\"n\":2,\"prompt\":[\"a\",\"b\",\"c\"]}", ROUTE_COMPLETIONS), 3);
 }
 END_TEST
 
@@ -164,10 +164,10 @@ START_TEST(test_sampling_override_cannot_be_bypassed_with_many_members)
 	h2o_iovec_t out;
 	const char *param = NULL;
 	ck_assert_int_eq(rt_sampling_override(&pool, h2o_iovec_init(body, strlen(body)),
-					      RT_ROUTE_CHAT, ov, true, &out, &param), -2);
+					      ROUTE_CHAT_COMPLETIONS, ov, true, &out, &param), -2);
 	ck_assert_str_eq(param, "temperature");
 	ck_assert_int_eq(rt_sampling_override(&pool, h2o_iovec_init(body, strlen(body)),
-					      RT_ROUTE_CHAT, ov, false, &out, &param), 0);
+					      ROUTE_CHAT_COMPLETIONS, ov, false, &out, &param), 0);
 	json_t *j = json_loadb(out.base, out.len, JSON_REJECT_DUPLICATES, NULL);
 	ck_assert_ptr_nonnull(j);
 	ck_assert(json_real_value(json_object_get(j, "temperature")) == 0.0 ||
@@ -177,7 +177,7 @@ START_TEST(test_sampling_override_cannot_be_bypassed_with_many_members)
 	free(body);
 	/* /generate: inside sampling_params, added when missing. */
 	const char *g = "{\"text\":\"x\"}";
-	ck_assert_int_eq(rt_sampling_override(&pool, h2o_iovec_init(g, strlen(g)), RT_ROUTE_GENERATE,
+	ck_assert_int_eq(rt_sampling_override(&pool, h2o_iovec_init(g, strlen(g)), ROUTE_GENERATE,
 					      ov, true, &out, &param), 0);
 	ck_assert(out.len == strlen("{\"text\":\"x\",\"sampling_params\":{\"temperature\":0}}") &&
 		  memcmp(out.base, "{\"text\":\"x\",\"sampling_params\":{\"temperature\":0}}",

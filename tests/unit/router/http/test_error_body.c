@@ -7,10 +7,18 @@
 #include "router/http/error_body.h"
 #include "tests/unit/sy_check.h"
 
-static json_t *body(int status, const char *code, const char *msg, const char *details)
+/* The body of an error value with `status`, `code`, `msg` and the
+ * rejections `workers[i]`/`limits[i]` (n of them). */
+static json_t *body_n(int status, const char *code, const char *msg, size_t n,
+		      const char *const *workers, const char *const *limits)
 {
+	struct router_error re;
+	router_error_clear(&re);
+	router_error_set(&re, status, code, -1, "%s", msg);
+	for (size_t i = 0; i < n; i++)
+		router_error_add_rejection(&re, workers[i], limits[i]);
 	struct rt_buf b = {0};
-	rt_error_body(&b, status, code, msg, details);
+	rt_error_body(&b, &re);
 	ck_assert(!b.oom);
 	ck_assert_int_eq(b.p[b.n - 1], '\n');
 	json_error_t e;
@@ -22,6 +30,11 @@ static json_t *body(int status, const char *code, const char *msg, const char *d
 	ck_assert_str_eq(json_string_value(json_object_get(err, "code")), code);
 	ck_assert_str_eq(json_string_value(json_object_get(err, "message")), msg);
 	return j;
+}
+
+static json_t *body(int status, const char *code, const char *msg)
+{
+	return body_n(status, code, msg, 0, NULL, NULL);
 }
 
 START_TEST(test_codes_table_matches_design_section_9)
@@ -52,11 +65,11 @@ END_TEST
 
 START_TEST(test_type_follows_status)
 {
-	json_t *j = body(404, "model_not_found", "model \"x\" is not served", NULL);
+	json_t *j = body(404, "model_not_found", "model \"x\" is not served");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
 			 "invalid_request_error");
 	json_decref(j);
-	j = body(503, "no_healthy_workers", "none", NULL);
+	j = body(503, "no_healthy_workers", "none");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
 			 "server_error");
 	ck_assert_ptr_null(json_object_get(json_object_get(j, "error"), "details"));
@@ -66,19 +79,26 @@ END_TEST
 
 START_TEST(test_message_escaping_keeps_json_valid)
 {
-	json_t *j = body(400, "bad_request", "q\"b\\s\n\r\t\x01\x1f\x7f é", NULL);
+	json_t *j = body(400, "bad_request", "q\"b\\s\n\r\t\x01\x1f\x7f é");
 	json_decref(j);
 }
 END_TEST
 
-START_TEST(test_details_are_copied_verbatim)
+START_TEST(test_details_list_every_rejection_in_order)
 {
-	json_t *j = body(503, "policy_selection_failed", "every pick was rejected",
-			 "[{\"worker\":\"http://a:1\",\"limit\":\"max_running_requests\"}]");
+	static const char *const workers[] = {"http://a:1", "http://b\"q:2"};
+	static const char *const limits[] = {"max_running_requests", "max_kv_tokens"};
+	json_t *j = body_n(503, "policy_selection_failed", "every pick was rejected", 2, workers,
+			   limits);
 	json_t *d = json_object_get(json_object_get(j, "error"), "details");
 	ck_assert(json_is_array(d));
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(d, 0), "limit")),
-			 "max_running_requests");
+	ck_assert_int_eq(json_array_size(d), 2);
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_str_eq(json_string_value(json_object_get(json_array_get(d, i), "worker")),
+				 workers[i]);
+		ck_assert_str_eq(json_string_value(json_object_get(json_array_get(d, i), "limit")),
+				 limits[i]);
+	}
 	json_decref(j);
 }
 END_TEST
@@ -90,7 +110,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_codes_table_matches_design_section_9);
 	tcase_add_test(tc, test_type_follows_status);
 	tcase_add_test(tc, test_message_escaping_keeps_json_valid);
-	tcase_add_test(tc, test_details_are_copied_verbatim);
+	tcase_add_test(tc, test_details_list_every_rejection_in_order);
 	suite_add_tcase(s, tc);
 	return s;
 }

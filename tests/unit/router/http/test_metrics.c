@@ -137,8 +137,8 @@ START_TEST(test_exposition_format_and_prefix)
 {
 	struct rt_metrics *m = rt_metrics_create(2, 4);
 	ck_assert_ptr_nonnull(m);
-	rt_metrics_request(m, 0, RT_ROUTE_CHAT);
-	rt_metrics_response(m, 1, RT_ROUTE_CHAT, 200);
+	rt_metrics_request(m, 0, ROUTE_CHAT_COMPLETIONS);
+	rt_metrics_response(m, 1, ROUTE_CHAT_COMPLETIONS, 200);
 	rt_metrics_decision(m, 0, "power_of_n", "we\"ird\\reason\nx");
 	rt_metrics_selection_failure(m, 1, "no_healthy_workers");
 	rt_metrics_phase(m, 0, RT_PHASE_PICK, 700);
@@ -154,11 +154,11 @@ START_TEST(test_counters_are_summed_over_processes)
 	struct rt_metrics *m = rt_metrics_create(3, 4);
 	for (unsigned p = 0; p < 3; p++)
 		for (unsigned i = 0; i <= p; i++) {
-			rt_metrics_request(m, p, RT_ROUTE_COMPLETIONS);
-			rt_metrics_response(m, p, RT_ROUTE_COMPLETIONS, 503);
+			rt_metrics_request(m, p, ROUTE_COMPLETIONS);
+			rt_metrics_response(m, p, ROUTE_COMPLETIONS, 503);
 			rt_metrics_retry(m, p);
 		}
-	rt_metrics_request(m, 7, RT_ROUTE_COMPLETIONS); /* out of range: ignored */
+	rt_metrics_request(m, 7, ROUTE_COMPLETIONS); /* out of range: ignored */
 	char *t = render(m, NULL);
 	ck_assert(value_of(t, "switchyard_requests_total{route=\"/v1/completions\",method=\"POST\"}") == 6);
 	ck_assert(value_of(t, "switchyard_responses_total{route=\"/v1/completions\",method=\"POST\","

@@ -1,11 +1,6 @@
-/* errors.c — the router's own responses: JSON error bodies and plain bodies.
- *
- * Error body (DESIGN.md §9, reference/policy-defaults.md §8):
- *   {"error":{"type":"invalid_request_error"|"server_error","code":CODE,
- *             "message":MSG[,"details":DETAILS]}}
- * plus header x-router-error-code: CODE. Every response the router writes
- * itself goes through here, so every one is counted in the metrics.
- */
+/* response.c — the router's own responses (response.h). */
+#include "router/http/response.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +8,7 @@
 #include "common/log.h"
 #include "router/core/buf.h"
 #include "router/http/error_body.h"
+#include "router/http/access_log.h"
 #include "router/http/metrics.h"
 #include "router/worker.h"
 
@@ -37,7 +33,7 @@ const char *rt_reason(int status)
 	}
 }
 
-int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ctype,
+int rt_send_body(h2o_req_t *req, enum route route, int status, const char *ctype,
 		 const char *body, size_t len)
 {
 	req->res.status = status;
@@ -54,17 +50,17 @@ int rt_send_body(h2o_req_t *req, enum rt_route route, int status, const char *ct
 	return 0;
 }
 
-int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *code,
-		  const char *message, const char *details_json)
+int rt_send_error(h2o_req_t *req, enum route route, const struct router_error *e)
 {
+	const char *code = e->code != NULL ? e->code : "internal_error";
+	int status = e->status != 0 ? e->status : 500;
 	if (rt_error_code_status(code) != status)
 		sy_warn("error code %s sent with status %d (the code table says %d)", code, status,
 			rt_error_code_status(code));
 	struct rt_buf b = {0};
-	rt_error_body(&b, status, code, message, details_json);
-	h2o_iovec_t c = h2o_strdup(&req->pool, code, strlen(code));
+	rt_error_body(&b, e);
 	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-router-error-code"), 0,
-			      NULL, c.base, c.len);
+			      NULL, code, strlen(code));
 	if (b.oom) {
 		static const char oom[] = "{\"error\":{\"type\":\"server_error\",\"code\":"
 					  "\"internal_error\",\"message\":\"out of memory\"}}\n";
@@ -77,13 +73,16 @@ int rt_send_error(h2o_req_t *req, enum rt_route route, int status, const char *c
 	return 0;
 }
 
-int rt_send_errorf(h2o_req_t *req, enum rt_route route, int status, const char *code,
+int rt_send_errorf(h2o_req_t *req, enum route route, int status, const char *code,
 		   const char *fmt, ...)
 {
-	char msg[512];
+	struct router_error e;
+	router_error_clear(&e);
+	e.status = status;
+	e.code = code;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(e.message, sizeof(e.message), fmt, ap);
 	va_end(ap);
-	return rt_send_error(req, route, status, code, msg, NULL);
+	return rt_send_error(req, route, &e);
 }

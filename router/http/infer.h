@@ -1,0 +1,61 @@
+/* infer.h — the inference request path of a worker process (DESIGN.md §4):
+ *
+ *   rt_route_infer (routes.h)
+ *     body limit → rt_infer_prepare: router_prepare (router/core/prepare.h)
+ *     → sampling override, input ids (the body rewrite)
+ *     → rt_infer_select: router_select (router/core/select.h) → struct selection
+ *     → rt_forward_start (router/dispatch/forward.h) with that selection.
+ *
+ * A `struct infer_request` lives in the h2o request's pool with a dispose
+ * callback; it owns the preparation scratch (handed back to a per-process
+ * cache when the request ends) and the pick_request, which borrows from it,
+ * from the request body and from h2o's header storage — all of which live
+ * as long as the request. The opt-in retry (forward.c) selects again from
+ * the same prepared request.
+ */
+#ifndef SY_ROUTER_HTTP_INFER_H
+#define SY_ROUTER_HTTP_INFER_H
+
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "router/core/error.h"
+#include "router/core/generation.h"
+#include "router/core/prepare.h"
+#include "router/core/route.h"
+#include "router/core/select.h"
+
+/* One prepared inference request (request pool). */
+struct infer_request {
+	enum route route;              /* an inference route */
+	struct prepare_buf buf;        /* preparation scratch (owned) */
+	struct pick_request pr;        /* what selection reads */
+	uint64_t t_start_ns;           /* receipt (CLOCK_MONOTONIC) */
+	uint64_t t_prepared_ns;        /* preparation ended */
+};
+
+/* Workers a retry must avoid: workers-table slots, at most 4. */
+struct worker_exclude {
+	unsigned n;
+	uint32_t slots[4];
+};
+
+/* Prepares `req`'s body for `route` under generation `g`: returns the
+ * pool-allocated request, or NULL with `err` filled (400 bad_request with
+ * the byte offset for malformed JSON, ...). `t_start_ns` is the receipt
+ * time. */
+struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h2o_req_t *req,
+				       uint64_t t_start_ns, struct router_error *err);
+
+/* Selects the engine(s) for `ir` under `g` at `now_ns` (0: read the clock),
+ * never returning a worker in `ex` (may be NULL): a selection that lands on
+ * an excluded worker is asked again a few times (round-robin moves on,
+ * random draws anew), then 503 no_healthy_workers. Exports the cache
+ * counters' movement to the metrics. Returns 0 with *out filled (strings
+ * borrowed from `g`), or a negative sy_err with `err`. */
+int rt_infer_select(struct router_gen *g, struct infer_request *ir,
+		    const struct worker_exclude *ex, uint64_t now_ns, struct selection *out,
+		    struct router_error *err);
+
+#endif

@@ -1,0 +1,34 @@
+/* response.h — the responses the router writes itself: the error value as
+ * the error response of DESIGN.md §9, and plain bodies. Every one carries
+ * x-request-id, is counted in the metrics and written to the access log.
+ */
+#ifndef SY_ROUTER_HTTP_RESPONSE_H
+#define SY_ROUTER_HTTP_RESPONSE_H
+
+#include <stddef.h>
+
+#include <h2o.h>
+
+#include "router/core/error.h"
+#include "router/core/route.h"
+
+/* Sends error `e`: its status, the body of router/http/error_body.h and
+ * header x-router-error-code: CODE. A code sent with another status than
+ * the code table's is logged as a warning. Always returns 0 (the h2o
+ * handler's "handled"). */
+int rt_send_error(h2o_req_t *req, enum route route, const struct router_error *e);
+
+/* Sends an error with `status`, static `code` and a printf-formatted
+ * message (no worker URLs, truncated to ROUTER_ERROR_MSG_MAX). Returns 0. */
+int rt_send_errorf(h2o_req_t *req, enum route route, int status, const char *code,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sends `status` with `body` (`len` bytes, copied into the pool) and
+ * content-type `ctype` (NULL: none). Returns 0. */
+int rt_send_body(h2o_req_t *req, enum route route, int status, const char *ctype,
+		 const char *body, size_t len);
+
+/* Reason phrase of an HTTP status ("OK", "Bad Request", ...). */
+const char *rt_reason(int status);
+
+#endif
