@@ -68,14 +68,16 @@ static int hook_shm_path(const char *in, size_t len, char **out, const char **wh
 	return SY_OK;
 }
 
-/* Policy type names (reference/policy-defaults.md §1, §11). Recognised names
- * pass; whether selection can run them is decided when the router builds its
- * generation (issue-6 kinds are refused there). Removed or dropped names are
- * refused here with their replacement. */
+const char *const sy_policy_names[SY_POLICY_COUNT] = {
+	"round_robin", "random", "power_of_n", "cache_aware", "session_aware", "sticky", "load_based",
+};
+
+/* Policy type names (reference/policy-defaults.md §1, §11): sy_policy_names
+ * and power_of_two pass; whether a group can run one is decided when the
+ * router builds its generation. Removed or dropped names are refused here
+ * with their replacement. */
 static int hook_policy_type(const char *in, size_t len, char **out, const char **why)
 {
-	static const char *const known[] = {"round_robin", "random", "power_of_n", "power_of_two",
-					    "cache_aware", "session_aware", "sticky", "load_based"};
 	static const struct {
 		const char *name, *why;
 	} refused[] = {
@@ -94,8 +96,9 @@ static int hook_policy_type(const char *in, size_t len, char **out, const char *
 			return SY_EINVAL;
 		}
 	}
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-		if (strlen(known[i]) == len && memcmp(in, known[i], len) == 0) {
+	for (size_t i = 0; i <= SY_POLICY_COUNT; i++) {
+		const char *name = i < SY_POLICY_COUNT ? sy_policy_names[i] : "power_of_two";
+		if (strlen(name) == len && memcmp(in, name, len) == 0) {
 			if ((*out = strndup(in, len)) == NULL)
 				return SY_ENOMEM;
 			return SY_OK;

@@ -152,4 +152,11 @@ const struct sy_cfg_section *sy_config_schema(void);
 const char *sy_worker_role_name(int role);
 const char *sy_tokenizer_kind_name(int kind);
 
+/* The policy type names selection runs (reference/policy-defaults.md §1),
+ * SY_POLICY_COUNT of them, in the order of the router's enum policy_kind
+ * (router/policies/policy.h). "power_of_two" is accepted besides them as
+ * power_of_n with N = 2. Static. */
+#define SY_POLICY_COUNT 7
+extern const char *const sy_policy_names[SY_POLICY_COUNT];
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,21 @@ static inline void rt_buf_free(struct rt_buf *b)
 {
 	free(b->p);
 	*b = (struct rt_buf){0};
+}
+
+/* Writes the decimal digits of `v` at `w` (room for 20 bytes, no NUL) and
+ * returns the end: the hot path's integer formatter (request IDs, request
+ * heads), without printf. */
+static inline char *rt_put_dec(char *w, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*w++ = d[--n];
+	return w;
 }
 
 #endif

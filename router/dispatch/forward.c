@@ -28,6 +28,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "router/core/buf.h"
 #include "router/dispatch/breaker.h"
 #include "router/http/metrics.h"
 #include "router/dispatch/rewrite.h"
@@ -143,19 +144,6 @@ static char *put(char *w, const char *p, size_t n)
 	return w + n;
 }
 
-/* Decimal digits of v at w; returns the end. */
-static char *put_u64(char *w, uint64_t v)
-{
-	char d[20];
-	size_t n = 0;
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		*w++ = d[--n];
-	return w;
-}
-
 /* Builds "POST <prefix><path> HTTP/1.1" + headers into the pool. */
 static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct rt_upstream *up,
 			      h2o_iovec_t path, size_t body_len, const char *decode_url)
@@ -172,7 +160,7 @@ static h2o_iovec_t build_head(h2o_req_t *req, h2o_mem_pool_t *pool, const struct
 	w = put(w, H2O_STRLIT(" HTTP/1.1\r\nhost: "));
 	w = put(w, up->authority.base, up->authority.len);
 	w = put(w, H2O_STRLIT("\r\ncontent-length: "));
-	w = put_u64(w, body_len);
+	w = rt_put_dec(w, body_len);
 	w = put(w, H2O_STRLIT("\r\n"));
 	bool ctype = false;
 	if (req != NULL)

@@ -12,18 +12,6 @@
 #include "router/http/error_body.h"
 #include "router/worker.h"
 
-static char *put_dec(char *w, uint64_t v)
-{
-	char d[20];
-	size_t n = 0;
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		*w++ = d[--n];
-	return w;
-}
-
 h2o_iovec_t rt_request_id(h2o_req_t *req)
 {
 	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
@@ -51,9 +39,9 @@ h2o_iovec_t rt_request_id(h2o_req_t *req)
 	uint32_t rnd = (uint32_t)(rng >> 32);
 	memcpy(w, "sy-", 3);
 	w += 3;
-	w = put_dec(w, (uint64_t)rt_w.pid);
+	w = rt_put_dec(w, (uint64_t)rt_w.pid);
 	*w++ = '-';
-	w = put_dec(w, ++rt_w.request_seq);
+	w = rt_put_dec(w, ++rt_w.request_seq);
 	*w++ = '-';
 	for (int k = 7; k >= 0; k--)
 		*w++ = "0123456789abcdef"[(rnd >> (k * 4)) & 0xf];

@@ -8,6 +8,7 @@
  * forked from one master never draw the same samples. Not cryptographic.
  */
 #include "router/policies/policy.h"
+#include "common/config.h"
 #include "common/errors.h"
 #include "router/policies/cache/cache_aware.h"
 
@@ -56,17 +57,12 @@ const char *engine_stage_name(enum engine_stage s)
 	return "unknown";
 }
 
-static const char *const kind_names[] = {
-	[POLICY_ROUND_ROBIN] = "round_robin",     [POLICY_RANDOM] = "random",
-	[POLICY_POWER_OF_N] = "power_of_n",       [POLICY_CACHE_AWARE] = "cache_aware",
-	[POLICY_SESSION_AWARE] = "session_aware", [POLICY_STICKY] = "sticky",
-	[POLICY_LOAD_BASED] = "load_based",
-};
+_Static_assert(POLICY_KIND_INVALID_ == SY_POLICY_COUNT,
+	       "enum policy_kind follows common/config.h's sy_policy_names");
 
 const char *policy_kind_name(enum policy_kind k)
 {
-	return (unsigned)k < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[k]
-									 : "unknown";
+	return (unsigned)k < SY_POLICY_COUNT ? sy_policy_names[k] : "unknown";
 }
 
 int policy_kind_parse(const char *name, enum policy_kind *kind, uint32_t *n_choices)
@@ -79,8 +75,8 @@ int policy_kind_parse(const char *name, enum policy_kind *kind, uint32_t *n_choi
 			*n_choices = 2;
 		return SY_OK;
 	}
-	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++) {
-		if (strcmp(name, kind_names[i]) == 0) {
+	for (size_t i = 0; i < SY_POLICY_COUNT; i++) {
+		if (strcmp(name, sy_policy_names[i]) == 0) {
 			*kind = (enum policy_kind)i;
 			return SY_OK;
 		}

@@ -108,10 +108,10 @@ enum policy_kind {
 	POLICY_ROUND_ROBIN = 0,
 	POLICY_RANDOM,
 	POLICY_POWER_OF_N,
-	POLICY_CACHE_AWARE,   /* issue 6 */
-	POLICY_SESSION_AWARE, /* issue 6 */
-	POLICY_STICKY,        /* issue 6 */
-	POLICY_LOAD_BASED,    /* issue 6 */
+	POLICY_CACHE_AWARE,
+	POLICY_SESSION_AWARE,
+	POLICY_STICKY,
+	POLICY_LOAD_BASED,
 	POLICY_KIND_INVALID_, /* not a policy (error paths only) */
 };
 
