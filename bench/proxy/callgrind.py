@@ -7,7 +7,8 @@ Two static nginx upstreams (the small JSON answer of run.py); the router runs
 `--processes 1` in degraded mode under `valgrind --tool=callgrind
 --trace-children=yes --toggle-collect=h2o_evloop_run`; wrk -t1 -c8 posts the
 chat body for BENCH_SECONDS (5). Instructions per request = the worker's
-collected Ir / requests wrk completed. ROUTER_BIN and ROUTER_BASE_BIN (a
+collected Ir under load minus its Ir over an idle window of the same
+length, over the requests wrk completed. ROUTER_BIN and ROUTER_BASE_BIN (a
 second build, measured the same way right after) as in run.py.
 Run through bench/proxy/run-callgrind (installs nginx, wrk, valgrind)."""
 import glob
@@ -39,14 +40,20 @@ def measure(binary, ports, script, tmp, seconds):
         time.sleep(1.0)
         subprocess.run(["wrk", "-t1", "-c8", "-d2s", "-s", script, "http://127.0.0.1:%d/v1/chat/completions" % rport],
                        stdout=subprocess.DEVNULL, check=True)  # warm-up: pools, memo, caches
-        # Zero the counters after the warm-up (every callgrind process of this run).
-        subprocess.run(["callgrind_control", "-z"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Zero the counters after the warm-up (every callgrind process of
+        # this run), let the loop idle as long as the load will last (its
+        # timers and housekeeping: dump 1), then the load (dump 2).
+        cg = lambda flag: subprocess.run(["callgrind_control", flag], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+        cg("-z")
+        time.sleep(seconds)
+        cg("-d")
         w = subprocess.run(["wrk", "-t1", "-c8", "-d%ds" % seconds, "-s", script,
                             "http://127.0.0.1:%d/v1/chat/completions" % rport],
                            capture_output=True, text=True, check=True).stdout
         m = re.search(r"(\d+) requests in", w)
         requests = int(m.group(1))
-        subprocess.run(["callgrind_control", "-d"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cg("-d")
         time.sleep(1.0)
     finally:
         rp.send_signal(signal.SIGTERM)
@@ -56,14 +63,20 @@ def measure(binary, ports, script, tmp, seconds):
             rp.kill()
         if os.path.exists(shm):
             os.unlink(shm)
-    best = 0
-    for f in glob.glob(out + "/cg.*"):
-        # The worker's dump after the zeroing: the largest "summary:" among
-        # the dumps (the master runs no h2o loop: it collects nothing).
-        for line in open(f, errors="replace"):
+    def summary(path):
+        for line in open(path, errors="replace"):
             if line.startswith("summary:") or line.startswith("totals:"):
-                best = max(best, int(line.split()[1]))
-    return best / requests if requests else float("nan"), requests
+                return int(line.split()[1])
+        return 0
+    # The worker is the process whose dumps collected anything (the master
+    # runs no h2o loop). Its dump .1 is the idle window, .2 the load.
+    idle = load = 0
+    for f in glob.glob(out + "/cg.*.2"):
+        l2 = summary(f)
+        if l2 > load:
+            load, idle = l2, summary(f[:-2] + ".1")
+    per_req = (load - idle) / requests if requests else float("nan")
+    return per_req, requests, idle / seconds
 
 
 def main():
@@ -92,12 +105,13 @@ scgi_temp_path %s; %s }""" % ((tmp,) * 7 + (servers,)))
         for name, binary in (("switchyard", run.ROUTER), ("switchyard-base", run.ROUTER_BASE)):
             if binary is None:
                 continue
-            ir, n = measure(binary, ports, script, tmp, seconds)
-            rows.append("| %s | %s | %d | %.1f k |" % (name, binary, n, ir / 1000.0))
+            ir, n, idle = measure(binary, ports, script, tmp, seconds)
+            rows.append("| %s | %s | %d | %.1f k | %.0f k |" % (name, binary, n, ir / 1000.0, idle / 1000.0))
         text = ("# bench/proxy — instructions per request (callgrind)\n\n"
                 "small JSON, wrk -t1 -c8 for %d s after a 2 s warm-up, worker process only, "
-                "collected inside h2o_evloop_run\n\n| build | binary | requests | instructions/request |\n"
-                "|---|---|---:|---:|\n" % seconds + "\n".join(rows) + "\n")
+                "collected inside h2o_evloop_run; instructions/request = (load window − idle window of "
+                "the same length) / requests\n\n| build | binary | requests | instructions/request | "
+                "idle instructions/s |\n|---|---|---:|---:|---:|\n" % seconds + "\n".join(rows) + "\n")
         os.makedirs(os.path.join(run.ROOT, "bench/results"), exist_ok=True)
         open(os.path.join(run.ROOT, "bench/results/proxy-callgrind.md"), "w").write(text)
         print(text)
