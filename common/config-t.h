@@ -130,12 +130,8 @@ struct sy_config_router {
 	char *routing_key_header;  /* routing key header (default x-sgl-routing-key) */
 	int ttft_slo_policy;       /* enum sy_slo_policy, header x-sgl-ttft-slo-ms */
 	int tps_slo_policy;        /* enum sy_slo_policy, header x-sgl-tps-slo */
-	int upstream_client;       /* enum sy_upstream_client */
-};
-
-enum sy_upstream_client {
-	SY_UPSTREAM_H2O = 0,  /* h2o_http1client over h2o's socket pool */
-	SY_UPSTREAM_LEAN = 1, /* owned keep-alive sockets kept in the loop (router/upstream/client.c) */
+	char *upstream_client;     /* "lean": the one upstream client
+	                              (router/upstream/client.h); other values refused */
 };
 
 enum sy_sampling_conflict {

@@ -159,6 +159,16 @@ static int hook_affinity_mode(const char *in, size_t len, char **out, const char
 			   "must be strict");
 }
 
+/* router.upstream_client: lean is the one upstream client; h2o's own client
+ * is refused with the reason. */
+static int hook_upstream_client(const char *in, size_t len, char **out, const char **why)
+{
+	return hook_choice(in, len, out, why, "lean", "h2o",
+			   "h2o is no longer offered: h2o 2.2's client passes a peer close after "
+			   "a whole chunk on as a complete response; use lean (the default)",
+			   "must be lean");
+}
+
 /* Fallback of sticky (reference/policy-defaults.md §4.4). */
 static int hook_sticky_fallback(const char *in, size_t len, char **out, const char **why)
 {
@@ -217,7 +227,6 @@ static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const log_format_names[] = {"text", "json", NULL};
 static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
-static const char *const upstream_client_names[] = {"h2o", "lean", NULL};
 static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
 
 #define KV struct sy_config_kv_events
@@ -297,7 +306,7 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, routing_key_header, "x-sgl-routing-key", 0, hook_header_name),
 	SY_CFG_ENUM_F(R, ttft_slo_policy, slo_policy_names, SY_SLO_DISABLED),
 	SY_CFG_ENUM_F(R, tps_slo_policy, slo_policy_names, SY_SLO_DISABLED),
-	SY_CFG_ENUM_F(R, upstream_client, upstream_client_names, SY_UPSTREAM_LEAN),
+	SY_CFG_STR_F(R, upstream_client, "lean", 0, hook_upstream_client),
 };
 static const struct sy_cfg_section router_section =
 	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);

@@ -34,7 +34,7 @@
  *              cb_cool_down_secs: 30, retry_once: false,
  *              override_sampling_params (JSON object), sampling_param_conflict:
  *              reject|allow, max_connections_per_worker: 256,
- *              upstream_client: lean|h2o}
+ *              upstream_client: lean}
  *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
  *              health_interval_ms: 1000, health_timeout_ms: 5000,
  *              health_failure_threshold: 3, health_success_threshold: 2,

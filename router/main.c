@@ -51,7 +51,7 @@ static void usage(void)
 	       "  --cb-threshold N (0 = off)  --cb-cool-down-secs N (30)  --retry-once\n"
 	       "  --override-sampling-params JSON  --sampling-param-conflict reject|allow\n"
 	       "  --no-decision-headers  --access-log PATH  --admin-api-key KEY\n"
-	       "  --upstream-client lean|h2o (lean)  --max-connections-per-worker N (256)\n"
+	       "  --max-connections-per-worker N (256)\n"
 	       "  --log-level debug|info|warn|error  --log-format text|json\n"
 	       "  --policy, admission and bucket flags: see docs/router.md\n"
 	       "Every flag has a YAML key under router: (DESIGN.md §5).\n");

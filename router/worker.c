@@ -207,11 +207,8 @@ static void setup_h2o(void)
 	uint64_t idle_ms = (uint64_t)rc->stream_idle_timeout_secs * 1000;
 	h2o_timeout_init(rt_w.loop, &rt_w.head_timeout, head_ms);
 	h2o_timeout_init(rt_w.loop, &rt_w.idle_timeout, idle_ms);
-	h2o_timeout_init(rt_w.loop, &rt_w.io_timeout, (head_ms > idle_ms ? head_ms : idle_ms) + 5000);
 	h2o_timeout_init(rt_w.loop, &rt_w.prefill_timeout, head_ms + idle_ms);
-	rt_lean_init(rt_w.loop, 2000); /* idle keep-alive sockets: 2 s, as the h2o pool */
-	rt_w.client_ctx.loop = rt_w.loop;
-	rt_w.client_ctx.io_timeout = &rt_w.io_timeout;
+	rt_client_init(rt_w.loop, 2000); /* idle keep-alive sockets: 2 s */
 }
 
 int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int argc, char **argv)
@@ -258,8 +255,7 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	}
 	rt_w.listener = h2o_evloop_socket_create(rt_w.loop, listen_fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(rt_w.listener, on_accept);
-	sy_info("worker %u ready (pid %d, proc slot %u, upstream client %s)", index, (int)getpid(),
-		rt_w.proc_slot, rt_w.cfg->router.upstream_client == SY_UPSTREAM_LEAN ? "lean" : "h2o");
+	sy_info("worker %u ready (pid %d, proc slot %u)", index, (int)getpid(), rt_w.proc_slot);
 
 	while (true) {
 		h2o_evloop_run(rt_w.loop, 100);

@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include <h2o.h>
-#include <h2o/http1client.h>
 
 #include "common/config.h"
 #include "router/core/route.h"
@@ -59,14 +58,12 @@ struct router_worker {
 	h2o_socket_t *listener;         /* NULL once draining stopped accepting */
 	int listen_fd;
 
-	/* Upstream client (forward.c). h2o's io_timeout is a backstop; the
-	 * header and stream-idle timeouts are our own timers. */
-	h2o_http1client_ctx_t client_ctx;
-	h2o_timeout_t io_timeout;        /* max(request, idle) + 5 s */
+	/* Upstream timeouts (forward.c, admin.c; the upstream client is
+	 * router/upstream/client.h). */
 	h2o_timeout_t head_timeout;      /* --request-timeout-secs: until response headers */
 	h2o_timeout_t idle_timeout;      /* --stream-idle-timeout-secs: between body reads */
 	h2o_timeout_t prefill_timeout;   /* detached PD prefill, whole request */
-	struct rt_upstreams *upstreams;  /* socket pool per worker (upstream.c) */
+	struct rt_upstreams *upstreams;  /* connection facts and idle sockets per worker (pool.h) */
 	struct rt_breakers *breakers;    /* circuit breakers (breaker.c) */
 
 	struct rt_metrics *metrics;      /* shared metrics mapping (metrics.c) */

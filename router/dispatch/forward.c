@@ -1,10 +1,10 @@
 /* forward.c — the upstream path of a selection (see forward.h), over an
- * upstream exchange (uclient.h: the lean client, or h2o_http1client).
+ * exchange of the upstream client (router/upstream/client.h).
  *
  * One struct fwd per client request, allocated in the request's pool with a
  * dispose callback (h2o_mem_alloc_shared): whatever ends the request —
  * completion, error, client cancel — h2o clears the pool and fwd_dispose()
- * releases the upstream exchange, the timers, the in-flight guards and the
+ * releases the upstream exchange, the timer, the in-flight guards and the
  * generation reference, in one place.
  *
  * Response body flow (one send in flight, as h2o requires):
@@ -49,8 +49,7 @@ struct fwd {
 	h2o_iovec_t body;
 	h2o_iovec_t head;           /* request head (pool) */
 	struct rt_upstream *up;
-	struct rt_ux ux;            /* the upstream exchange */
-	h2o_timeout_entry_t head_timer;
+	struct rt_exchange ux;      /* the upstream exchange (its head timer: --request-timeout-secs) */
 	h2o_timeout_entry_t idle_timer;
 	h2o_generator_t generator;  /* first member used by h2o: must stay first of its own */
 	h2o_buffer_t *sending;      /* swapped-out data h2o is sending */
@@ -75,7 +74,7 @@ struct fwd {
 
 /* Detached PD prefill request: malloc'd, lives until its upstream ends. */
 struct prefill {
-	struct rt_ux ux;
+	struct rt_exchange ux;
 	h2o_timeout_entry_t timer;
 	char *mem;                  /* request head + body */
 	uint32_t slot, gen;
@@ -205,7 +204,7 @@ static h2o_iovec_t route_path(enum route r)
 
 static void prefill_done(struct prefill *p, const char *err)
 {
-	rt_ux_dispose(&p->ux);
+	rt_exchange_dispose(&p->ux);
 	if (h2o_timeout_is_linked(&p->timer))
 		h2o_timeout_unlink(&p->timer);
 	if (rt_w.region)
@@ -229,13 +228,13 @@ static void prefill_on_timeout(h2o_timeout_entry_t *e)
 	prefill_done(p, "timeout");
 }
 
-static void prefill_on_connect(struct rt_ux *x, const char *err)
+static void prefill_on_connect(struct rt_exchange *x, const char *err)
 {
 	if (err != NULL)
 		prefill_done(x->data, err);
 }
 
-static void prefill_on_head(struct rt_ux *x, const char *err, int status,
+static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
 			    const h2o_header_t *headers, size_t n, bool eos)
 {
 	(void)headers, (void)n;
@@ -245,22 +244,21 @@ static void prefill_on_head(struct rt_ux *x, const char *err, int status,
 		prefill_done(p, err);
 }
 
-static void prefill_on_body(struct rt_ux *x, const char *err)
+static void prefill_on_body(struct rt_exchange *x, const char *err)
 {
 	struct prefill *p = x->data;
-	h2o_buffer_t **b = rt_ux_body(x);
-	h2o_buffer_consume(b, (*b)->size);
+	h2o_buffer_consume(&x->body, x->body->size);
 	if (err != NULL)
-		prefill_done(p, err == rt_ux_eos ? NULL : err);
+		prefill_done(p, err == rt_exchange_eos ? NULL : err);
 }
 
-static const struct rt_ux_cb prefill_cb = {prefill_on_connect, prefill_on_head, prefill_on_body};
+static const struct rt_exchange_cb prefill_cb = {prefill_on_connect, prefill_on_head, prefill_on_body};
 
 static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 {
 	const char *why = NULL;
-	struct rt_upstream *up = rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot,
-						 f->sel.prefill.id, rt_w.loop, &why);
+	struct rt_upstream *up =
+		rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot, f->sel.prefill.id, &why);
 	struct prefill *p = calloc(1, sizeof(*p));
 	if (up == NULL || p == NULL) {
 		sy_warn("PD prefill at %s not sent: %s", f->sel.prefill.id, why ? why : "out of memory");
@@ -283,9 +281,9 @@ static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 	rt_w.active_requests++;
 	p->timer.cb = prefill_on_timeout;
 	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
-	rt_ux_init(&p->ux, (enum rt_ux_kind)f->gen->cfg.router.upstream_client, &prefill_cb, p);
-	rt_ux_start(&p->ux, up, h2o_iovec_init(p->mem, head_in_pool.len),
-		    h2o_iovec_init(p->mem + head_in_pool.len, f->body.len));
+	rt_exchange_init(&p->ux, &prefill_cb, p);
+	rt_exchange_start(&p->ux, up, h2o_iovec_init(p->mem, head_in_pool.len),
+			  h2o_iovec_init(p->mem + head_in_pool.len, f->body.len), NULL);
 }
 
 /* ---- response to the client ---------------------------------------------- */
@@ -333,7 +331,7 @@ static void do_send(struct fwd *f)
 	h2o_iovec_t iov = {NULL, 0};
 	h2o_send_state_t st = H2O_SEND_STATE_IN_PROGRESS;
 	if (f->ux.active) {
-		h2o_buffer_t **in = rt_ux_body(&f->ux);
+		h2o_buffer_t **in = &f->ux.body;
 		if ((*in)->size == 0)
 			return;
 		h2o_buffer_t *t = f->sending;
@@ -382,7 +380,7 @@ static void on_stop(h2o_generator_t *g, h2o_req_t *req)
 	struct fwd *f = fwd_of_generator(g);
 	/* The client went away mid-response: abort the upstream (the pool
 	 * dispose that follows releases the rest). */
-	rt_ux_cancel(&f->ux);
+	rt_exchange_cancel(&f->ux);
 	if (!f->final_sent && f->streaming)
 		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_CLIENT_CANCEL);
 	f->final_sent = true;
@@ -417,7 +415,7 @@ static bool try_retry(struct fwd *f, const char *msg)
 	sy_info("retrying on another worker after: %s", msg);
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
 	guard_release(f);
-	rt_ux_cancel(&f->ux);
+	rt_exchange_cancel(&f->ux);
 	f->sel = next;
 	fwd_connect(f);
 	return true;
@@ -428,8 +426,6 @@ static bool try_retry(struct fwd *f, const char *msg)
 static void fail_before_head(struct fwd *f, int status, const char *code, const char *msg,
 			     bool report)
 {
-	if (h2o_timeout_is_linked(&f->head_timer))
-		h2o_timeout_unlink(&f->head_timer);
 	if (report)
 		breaker_report(f, RT_CB_FAILURE);
 	record_worker_outcome(f, RT_OUT_ERROR);
@@ -439,24 +435,27 @@ static void fail_before_head(struct fwd *f, int status, const char *code, const 
 	rt_send_errorf(f->req, f->route, status, code, "%s", msg);
 }
 
-static void on_head_timeout(h2o_timeout_entry_t *e)
+/* The exchange failed before a response head: 504 when its head timeout
+ * expired, else 502. */
+static void fail_exchange(struct fwd *f, const char *err)
 {
-	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, head_timer));
-	rt_ux_cancel(&f->ux);
-	fail_before_head(f, 504, "upstream_timeout",
-			 "the worker did not answer within --request-timeout-secs", true);
+	if (err == rt_exchange_timed_out)
+		fail_before_head(f, 504, "upstream_timeout",
+				 "the worker did not answer within --request-timeout-secs", true);
+	else
+		fail_before_head(f, 502, "upstream_unreachable", err, true);
 }
 
 static void on_idle_timeout(h2o_timeout_entry_t *e)
 {
 	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, idle_timer));
-	rt_ux_cancel(&f->ux);
+	rt_exchange_cancel(&f->ux);
 	sy_warn("stream idle timeout at %s", f->sel.worker.id);
 	f->idle_timed_out = true;
 	f->eos = true;
 	f->body_error = true;
 	/* bytes read but not yet sent still go out before the cut */
-	h2o_buffer_t **b = rt_ux_body(&f->ux), *t = f->tail;
+	h2o_buffer_t **b = &f->ux.body, *t = f->tail;
 	f->tail = *b;
 	*b = t;
 	breaker_report(f, RT_CB_FAILURE);
@@ -472,10 +471,10 @@ static void arm_idle(struct fwd *f)
 	h2o_timeout_link(rt_w.loop, &rt_w.idle_timeout, &f->idle_timer);
 }
 
-static void on_body(struct rt_ux *x, const char *err)
+static void on_body(struct rt_exchange *x, const char *err)
 {
 	struct fwd *f = x->data;
-	if (!f->ttft_done && (*rt_ux_body(x))->size > 0) {
+	if (!f->ttft_done && x->body->size > 0) {
 		f->ttft_done = true;
 		rt_metrics_ttft(rt_w.metrics, rt_w.index, sy_mono_ns() - f->t_start);
 	}
@@ -483,11 +482,11 @@ static void on_body(struct rt_ux *x, const char *err)
 		/* The exchange ended: detach what is left. */
 		if (h2o_timeout_is_linked(&f->idle_timer))
 			h2o_timeout_unlink(&f->idle_timer);
-		h2o_buffer_t **b = rt_ux_body(x), *t = f->tail;
+		h2o_buffer_t **b = &x->body, *t = f->tail;
 		f->tail = *b;
 		*b = t;
 		f->eos = true;
-		if (err != rt_ux_eos) {
+		if (err != rt_exchange_eos) {
 			f->body_error = true;
 			sy_warn("upstream body from %s broke off: %s", f->sel.worker.id, err);
 			record_worker_outcome(f, RT_OUT_ERROR);
@@ -517,14 +516,12 @@ static bool drop_response_header(const h2o_iovec_t *name)
 	       (name->len > 13 && h2o_lcstris(name->base, 13, H2O_STRLIT("x-switchyard-")));
 }
 
-static void on_head(struct rt_ux *x, const char *err, int status, const h2o_header_t *headers,
+static void on_head(struct rt_exchange *x, const char *err, int status, const h2o_header_t *headers,
 		    size_t num_headers, bool eos)
 {
 	struct fwd *f = x->data;
-	if (h2o_timeout_is_linked(&f->head_timer))
-		h2o_timeout_unlink(&f->head_timer);
 	if (err != NULL) {
-		fail_before_head(f, 502, "upstream_unreachable", err, true);
+		fail_exchange(f, err);
 		return;
 	}
 	/* Response headers bigger than any engine sends (h2o's client takes
@@ -534,7 +531,7 @@ static void on_head(struct rt_ux *x, const char *err, int status, const h2o_head
 		head_bytes += headers[i].name->len + headers[i].value.len + 4;
 	if (head_bytes > RT_MAX_UPSTREAM_HEAD_BYTES) {
 		if (!eos)
-			rt_ux_cancel(&f->ux); /* drop the exchange and its socket */
+			rt_exchange_cancel(&f->ux); /* drop the exchange and its socket */
 		fail_before_head(f, 502, "upstream_unreachable",
 				 "the worker's response headers are too large", true);
 		return;
@@ -609,15 +606,15 @@ static void on_head(struct rt_ux *x, const char *err, int status, const h2o_head
 	arm_idle(f);
 }
 
-static void on_connect(struct rt_ux *x, const char *err)
+static void on_connect(struct rt_exchange *x, const char *err)
 {
 	struct fwd *f = x->data;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_CONNECT, sy_mono_ns() - f->t_connect_start);
 	if (err != NULL)
-		fail_before_head(f, 502, "upstream_unreachable", err, true);
+		fail_exchange(f, err);
 }
 
-static const struct rt_ux_cb fwd_cb = {on_connect, on_head, on_body};
+static const struct rt_exchange_cb fwd_cb = {on_connect, on_head, on_body};
 
 /* Starts (or restarts, for a retry) the attempt at f->sel.worker. */
 static void fwd_connect(struct fwd *f)
@@ -636,7 +633,7 @@ static void fwd_connect(struct fwd *f)
 		rt_send_errorf(f->req, f->route, 503, "breaker_open", "the selected worker's circuit breaker is open");
 		return;
 	}
-	f->up = rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, rt_w.loop, &why);
+	f->up = rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
 	if (f->up == NULL) {
 		guard_release(f);
 		rt_send_errorf(f->req, f->route, 502, "upstream_unreachable", "%s", why);
@@ -646,8 +643,7 @@ static void fwd_connect(struct fwd *f)
 	f->head = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
 			     f->sel.pd ? f->sel.worker.id : NULL);
 	f->t_dispatch = f->t_connect_start = now;
-	h2o_timeout_link(rt_w.loop, &rt_w.head_timeout, &f->head_timer);
-	rt_ux_start(&f->ux, f->up, f->head, f->body);
+	rt_exchange_start(&f->ux, f->up, f->head, f->body, &rt_w.head_timeout);
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
@@ -655,9 +651,7 @@ static void fwd_connect(struct fwd *f)
 static void fwd_dispose(void *p)
 {
 	struct fwd *f = p;
-	rt_ux_dispose(&f->ux);
-	if (h2o_timeout_is_linked(&f->head_timer))
-		h2o_timeout_unlink(&f->head_timer);
+	rt_exchange_dispose(&f->ux);
 	if (h2o_timeout_is_linked(&f->idle_timer))
 		h2o_timeout_unlink(&f->idle_timer);
 	if (!f->eos && f->started)
@@ -692,11 +686,10 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 	f->t_selected = t_selected_ns;
 	f->body = body;
 	f->t_start = ir->t_start_ns;
-	f->head_timer.cb = on_head_timeout;
 	f->idle_timer.cb = on_idle_timeout;
 	h2o_buffer_init(&f->sending, &h2o_socket_buffer_prototype);
 	h2o_buffer_init(&f->tail, &h2o_socket_buffer_prototype);
-	rt_ux_init(&f->ux, (enum rt_ux_kind)g->cfg.router.upstream_client, &fwd_cb, f);
+	rt_exchange_init(&f->ux, &fwd_cb, f);
 	rt_w.active_requests++;
 	rt_metrics_decision(rt_w.metrics, rt_w.index, sel->policy, sel->reason);
 
@@ -711,8 +704,8 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 			return rt_send_errorf(req, route, 500, "internal_error", "cannot add the PD bootstrap fields to the request");
 		}
 		const char *why = NULL;
-		struct rt_upstream *pu = rt_upstream_get(rt_w.upstreams, sel->prefill.slot,
-							 sel->prefill.id, rt_w.loop, &why);
+		struct rt_upstream *pu =
+			rt_upstream_get(rt_w.upstreams, sel->prefill.slot, sel->prefill.id, &why);
 		if (pu == NULL)
 			return rt_send_errorf(req, route, 502, "upstream_unreachable", "%s", why);
 		h2o_iovec_t phead = build_head(req, &req->pool, pu, route_path(route), f->body.len,

@@ -1,9 +1,8 @@
 /* forward.h — dispatch of a complete selection to its engine(s).
  *
- * The upstream path is one exchange per attempt (uclient.h) over the lean
- * owned-socket client (lean.c, DESIGN.md §8; default) or h2o_http1client
- * (--upstream-client h2o). Everything upstream-specific lives behind
- * rt_forward_start(), so the routes do not change with the client.
+ * The upstream path is one exchange of the upstream client per attempt
+ * (router/upstream/client.h, DESIGN.md §8). Everything upstream-specific
+ * lives behind rt_forward_start().
  *
  * Behaviour (DESIGN.md §4 step 6, reference/policy-defaults.md §7, §9,
  * sglang-wire.md §15):

@@ -1,8 +1,9 @@
 /* admin.c — POST /flush_cache (fan-out) and the /workers admin API.
  *
- * /flush_cache sends POST /flush_cache to every active worker at once and
- * answers when all have answered (or failed): 200 when every worker said
- * 2xx, else 502, with {"results":[{"worker","status"}]}.
+ * /flush_cache sends POST /flush_cache to every active worker at once (one
+ * exchange of the upstream client each, head timeout --request-timeout-secs)
+ * and answers when all have answered (or failed): 200 when every worker
+ * said 2xx, else 502, with {"results":[{"worker","status"}]}.
  *
  * /workers (only with --admin-api-key; "Authorization: Bearer KEY"):
  *   GET                 the workers table as JSON
@@ -27,6 +28,7 @@
 #include "router/http/response.h"
 #include "router/core/buf.h"
 #include "router/http/routes.h"
+#include "router/upstream/client.h"
 #include "router/upstream/pool.h"
 
 /* ---- /flush_cache ---------------------------------------------------------- */
@@ -35,8 +37,7 @@ struct flush;
 
 struct flush_one {
 	struct flush *fl;
-	h2o_http1client_t *client;
-	h2o_iovec_t reqbuf;
+	struct rt_exchange ux;   /* initialised for every entry up to flush.n */
 	int status;
 	char url[STATEBUS_WORKER_ID_MAX];
 };
@@ -68,62 +69,49 @@ static void flush_finish(struct flush *fl)
 	rt_buf_free(&b);
 }
 
-static int flush_on_body(h2o_http1client_t *c, const char *errstr)
+/* One worker's answer is in (status set) or failed (502). */
+static void flush_one_done(struct flush_one *o, int status)
 {
-	struct flush_one *o = c->data;
-	h2o_buffer_consume(&c->sock->input, c->sock->input->size);
-	if (errstr != NULL) {
-		o->client = NULL;
-		if (errstr != h2o_http1client_error_is_eos)
-			o->status = 502;
-		o->fl->pending--;
-		flush_finish(o->fl);
-	}
-	return 0;
+	o->status = status;
+	o->fl->pending--;
+	flush_finish(o->fl);
 }
 
-static h2o_http1client_body_cb flush_on_head(h2o_http1client_t *c, const char *errstr, int minor,
-					     int status, h2o_iovec_t msg, h2o_header_t *h, size_t n,
-					     int rlen)
+static void flush_on_connect(struct rt_exchange *x, const char *err)
 {
-	(void)minor, (void)msg, (void)h, (void)n, (void)rlen;
-	struct flush_one *o = c->data;
-	o->status = errstr && errstr != h2o_http1client_error_is_eos ? 502 : status;
-	if (errstr != NULL) {
-		o->client = NULL;
-		o->fl->pending--;
-		flush_finish(o->fl);
-		return NULL;
-	}
-	return flush_on_body;
+	if (err != NULL)
+		flush_one_done(x->data, 502);
 }
 
-static h2o_http1client_head_cb flush_on_connect(h2o_http1client_t *c, const char *errstr,
-						h2o_iovec_t **bufs, size_t *cnt, int *is_head)
+static void flush_on_head(struct rt_exchange *x, const char *err, int status,
+			  const h2o_header_t *h, size_t n, bool eos)
 {
-	struct flush_one *o = c->data;
-	if (errstr != NULL) {
-		o->client = NULL;
-		o->status = 502;
-		o->fl->pending--;
-		flush_finish(o->fl);
-		return NULL;
-	}
-	*bufs = &o->reqbuf;
-	*cnt = 1;
-	*is_head = 0;
-	return flush_on_head;
+	(void)h, (void)n;
+	struct flush_one *o = x->data;
+	if (err != NULL)
+		flush_one_done(o, 502);
+	else if (eos)
+		flush_one_done(o, status);
+	else
+		o->status = status;
 }
+
+static void flush_on_body(struct rt_exchange *x, const char *err)
+{
+	struct flush_one *o = x->data;
+	h2o_buffer_consume(&x->body, x->body->size);
+	if (err != NULL)
+		flush_one_done(o, err == rt_exchange_eos ? o->status : 502);
+}
+
+static const struct rt_exchange_cb flush_cb = {flush_on_connect, flush_on_head, flush_on_body};
 
 static void flush_dispose(void *p)
 {
 	struct flush *fl = p;
 	fl->req = NULL;
 	for (unsigned i = 0; i < fl->n; i++)
-		if (fl->one[i].client != NULL) {
-			h2o_http1client_cancel(fl->one[i].client);
-			fl->one[i].client = NULL;
-		}
+		rt_exchange_dispose(&fl->one[i].ux);
 }
 
 int rt_route_flush_cache(h2o_req_t *req)
@@ -134,6 +122,7 @@ int rt_route_flush_cache(h2o_req_t *req)
 	memset(fl, 0, sizeof(*fl));
 	fl->one = h2o_mem_alloc_pool(&req->pool, sizeof(*fl->one) * (cap ? cap : 1));
 	fl->req = req;
+	fl->pending = 1; /* held while starting: a connect that fails at once must not finish */
 	for (uint32_t s = 0; s < cap; s++) {
 		struct statebus_worker w;
 		if (statebus_worker_read(r, s, &w) != SY_OK || w.state != STATEBUS_WORKER_ACTIVE)
@@ -141,9 +130,10 @@ int rt_route_flush_cache(h2o_req_t *req)
 		struct flush_one *o = &fl->one[fl->n];
 		memset(o, 0, sizeof(*o));
 		o->fl = fl;
+		rt_exchange_init(&o->ux, &flush_cb, o);
 		snprintf(o->url, sizeof(o->url), "%s", w.id);
 		const char *why;
-		struct rt_upstream *up = rt_upstream_get(rt_w.upstreams, s, w.id, rt_w.loop, &why);
+		struct rt_upstream *up = rt_upstream_get(rt_w.upstreams, s, w.id, &why);
 		fl->n++;
 		if (up == NULL) {
 			o->status = 502;
@@ -154,11 +144,11 @@ int rt_route_flush_cache(h2o_req_t *req)
 				   "POST %.*s/flush_cache HTTP/1.1\r\nhost: %.*s\r\ncontent-length: 0\r\n\r\n",
 				   (int)up->prefix.len, up->prefix.base, (int)up->authority.len,
 				   up->authority.base);
-		o->reqbuf = h2o_strdup(&req->pool, head, (size_t)len);
+		h2o_iovec_t reqbuf = h2o_strdup(&req->pool, head, (size_t)len);
 		fl->pending++;
-		h2o_http1client_connect_with_pool(&o->client, o, &rt_w.client_ctx, &up->pool,
-						  flush_on_connect);
+		rt_exchange_start(&o->ux, up, reqbuf, h2o_iovec_init(NULL, 0), &rt_w.head_timeout);
 	}
+	fl->pending--;
 	if (fl->n == 0) {
 		fl->req = NULL;
 		return rt_send_errorf(req, ROUTE_FLUSH_CACHE, 503, "no_healthy_workers", "no worker to flush");

@@ -1,9 +1,9 @@
-/* lean.c — the lean upstream client (see uclient.h).
+/* client.c — the upstream client (see client.h).
  *
- * One struct rt_lconn per TCP connection, malloc'd when the connection is
- * made and freed when it closes; an exchange borrows it. Per upstream
- * (struct rt_lean_pool in upstream.h) idle connections wait on a list,
- * most recently used first, each with a keep-alive timer.
+ * One struct rt_conn per TCP connection, malloc'd when the connection is
+ * made and freed when it closes; an exchange borrows it. Per worker
+ * (struct rt_pool in pool.h) idle connections wait on a list, most
+ * recently used first, each with a keep-alive timer.
  *
  * Invariants
  * - Every connection's socket has reading started for its whole life, so
@@ -21,6 +21,13 @@
  * - A reused connection that dies before the first response byte is
  *   replaced by a fresh one once (the peer closed it as idle while the
  *   request was on its way; it never saw the request).
+ * - A peer close ends the body as complete only for read-until-close
+ *   framing; a chunked body is complete only with its 0-chunk (decoder
+ *   result >= 0), a content-length body only with all its bytes. Any other
+ *   close is ERR_BROKE_OFF (on_conn_end).
+ * - An exchange's head timer is linked from start until its head is parsed
+ *   or it ends, whichever comes first (also across the fresh-connection
+ *   retry).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,17 +58,17 @@ int phr_parse_response(const char *buf, size_t len, int *minor_version, int *sta
 		       size_t *num_headers, size_t last_len);
 ssize_t phr_decode_chunked(struct phr_chunked_decoder *decoder, char *buf, size_t *bufsz);
 
-#define LEAN_MAX_HEADERS 100
-#define LEAN_MAX_HEAD_BYTES (64 * 1024)
+#define MAX_HEADERS 100
+#define MAX_HEAD_BYTES (64 * 1024)
 
 enum lstate { L_CONNECTING, L_HEAD, L_BODY, L_IDLE };
 enum lframing { F_LENGTH, F_CHUNKED, F_CLOSE };
 
 /* One upstream connection (see file comment). */
-struct rt_lconn {
+struct rt_conn {
 	h2o_socket_t *sock;
-	struct rt_lean_pool *pool;
-	struct rt_ux *x;              /* exchange; NULL when idle or detached */
+	struct rt_pool *pool;
+	struct rt_exchange *x;              /* exchange; NULL when idle or detached */
 	h2o_linklist_t idle_link;     /* in pool->idle while idle */
 	h2o_timeout_entry_t idle_timer;
 	enum lstate state;
@@ -75,8 +82,8 @@ struct rt_lconn {
 	bool doomed;                  /* cancelled during in_cb: free afterwards */
 };
 
-static h2o_loop_t *lean_loop;
-static h2o_timeout_t lean_idle_timeout;
+static h2o_loop_t *client_loop;
+static h2o_timeout_t idle_timeout;
 
 static const char ERR_CONNECT[] = "cannot connect to the worker";
 static const char ERR_CLOSED[] = "the worker closed the connection before answering";
@@ -86,17 +93,27 @@ static const char ERR_BAD_CHUNK[] = "the worker sent an invalid chunked body";
 static const char ERR_NOMEM[] = "out of memory";
 
 static void on_read(h2o_socket_t *sock, const char *err);
-static void connect_new(struct rt_ux *x);
+static void connect_new(struct rt_exchange *x);
+static void fail_head(struct rt_conn *c, const char *err);
 
-void rt_lean_init(h2o_loop_t *loop, uint64_t idle_ms)
+const char rt_exchange_eos[] = "end of body";
+const char rt_exchange_timed_out[] = "the worker did not answer in time";
+
+void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms)
 {
-	lean_loop = loop;
-	h2o_timeout_init(loop, &lean_idle_timeout, idle_ms);
+	client_loop = loop;
+	h2o_timeout_init(loop, &idle_timeout, idle_ms);
+}
+
+static void head_timer_stop(struct rt_exchange *x)
+{
+	if (h2o_timeout_is_linked(&x->head_timer))
+		h2o_timeout_unlink(&x->head_timer);
 }
 
 /* ---- connection lifetime ------------------------------------------------- */
 
-static void conn_free(struct rt_lconn *c)
+static void conn_free(struct rt_conn *c)
 {
 	if (h2o_linklist_is_linked(&c->idle_link)) {
 		h2o_linklist_unlink(&c->idle_link);
@@ -110,7 +127,7 @@ static void conn_free(struct rt_lconn *c)
 }
 
 /* Frees `c` now, or after its running callback returns. */
-static void conn_kill(struct rt_lconn *c)
+static void conn_kill(struct rt_conn *c)
 {
 	if (c->in_cb)
 		c->doomed = true;
@@ -118,25 +135,27 @@ static void conn_kill(struct rt_lconn *c)
 		conn_free(c);
 }
 
-static void detach(struct rt_lconn *c)
+/* Ends the pairing of `c` and its exchange; the exchange is inactive. */
+static void detach(struct rt_conn *c)
 {
-	struct rt_ux *x = c->x;
+	struct rt_exchange *x = c->x;
 	c->x = NULL;
 	if (x != NULL) {
 		x->conn = NULL;
 		x->active = false;
+		head_timer_stop(x);
 	}
 }
 
 static void on_idle_timeout(h2o_timeout_entry_t *e)
 {
-	conn_free(H2O_STRUCT_FROM_MEMBER(struct rt_lconn, idle_timer, e));
+	conn_free(H2O_STRUCT_FROM_MEMBER(struct rt_conn, idle_timer, e));
 }
 
 /* Parks a connection whose response completed cleanly. */
-static void pool_put(struct rt_lconn *c)
+static void pool_put(struct rt_conn *c)
 {
-	struct rt_lean_pool *p = c->pool;
+	struct rt_pool *p = c->pool;
 	if (p->idle_count >= p->capacity) {
 		conn_free(c);
 		return;
@@ -145,22 +164,22 @@ static void pool_put(struct rt_lconn *c)
 	c->state = L_IDLE;
 	h2o_linklist_insert(p->idle.next, &c->idle_link);
 	p->idle_count++;
-	h2o_timeout_link(lean_loop, &lean_idle_timeout, &c->idle_timer);
+	h2o_timeout_link(client_loop, &idle_timeout, &c->idle_timer);
 }
 
 /* ---- request ------------------------------------------------------------- */
 
 static void on_write(h2o_socket_t *sock, const char *err)
 {
-	struct rt_lconn *c = sock->data;
+	struct rt_conn *c = sock->data;
 	/* A failed write shows up on the read side too (EOF/reset), where the
 	 * exchange ends; an early answer may still be readable. Nothing here. */
 	(void)c, (void)err;
 }
 
-static void begin_exchange(struct rt_lconn *c)
+static void begin_exchange(struct rt_conn *c)
 {
-	struct rt_ux *x = c->x;
+	struct rt_exchange *x = c->x;
 	c->state = L_HEAD;
 	c->got_bytes = false;
 	h2o_socket_write(c->sock, x->bufs, x->bufs[1].len ? 2 : 1, on_write);
@@ -168,8 +187,8 @@ static void begin_exchange(struct rt_lconn *c)
 
 static void on_connect(h2o_socket_t *sock, const char *err)
 {
-	struct rt_lconn *c = sock->data;
-	struct rt_ux *x = c->x;
+	struct rt_conn *c = sock->data;
+	struct rt_exchange *x = c->x;
 	if (err != NULL) {
 		detach(c);
 		conn_free(c);
@@ -187,12 +206,13 @@ static void on_connect(h2o_socket_t *sock, const char *err)
 	begin_exchange(c);
 }
 
-static void connect_new(struct rt_ux *x)
+static void connect_new(struct rt_exchange *x)
 {
-	struct rt_lean_pool *p = &x->up->lean;
-	struct rt_lconn *c = calloc(1, sizeof(*c));
+	struct rt_pool *p = &x->up->pool;
+	struct rt_conn *c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		x->active = false;
+		head_timer_stop(x);
 		x->cb->on_connect(x, ERR_NOMEM);
 		return;
 	}
@@ -201,7 +221,7 @@ static void connect_new(struct rt_ux *x)
 	c->state = L_CONNECTING;
 	c->x = x;
 	x->conn = c;
-	c->sock = h2o_socket_connect(lean_loop, (struct sockaddr *)&p->addr, p->addrlen, on_connect);
+	c->sock = h2o_socket_connect(client_loop, (struct sockaddr *)&p->addr, p->addrlen, on_connect);
 	if (c->sock == NULL) {
 		detach(c);
 		conn_free(c);
@@ -211,48 +231,95 @@ static void connect_new(struct rt_ux *x)
 	c->sock->data = c;
 }
 
-void rt_lean_start(struct rt_ux *x)
+/* The head timeout expired: connecting, or waiting for the head. */
+static void on_head_timeout(h2o_timeout_entry_t *e)
 {
-	struct rt_lean_pool *p = &x->up->lean;
-	if (!h2o_linklist_is_empty(&p->idle)) {
-		struct rt_lconn *c = H2O_STRUCT_FROM_MEMBER(struct rt_lconn, idle_link, p->idle.next);
-		h2o_linklist_unlink(&c->idle_link);
-		p->idle_count--;
-		h2o_timeout_unlink(&c->idle_timer);
-		c->x = x;
-		x->conn = c;
-		/* Connected already: report it from the loop as a fresh connection
-		 * would be, not from inside rt_ux_start — except that nothing can
-		 * fail here, so the metric callback runs now. */
-		c->in_cb = true;
-		x->cb->on_connect(x, NULL);
-		c->in_cb = false;
-		if (c->doomed) {
+	struct rt_exchange *x = H2O_STRUCT_FROM_MEMBER(struct rt_exchange, head_timer, e);
+	struct rt_conn *c = x->conn;
+	if (c == NULL || c->state == L_CONNECTING) {
+		if (c != NULL) {
+			detach(c);
 			conn_free(c);
-			return;
 		}
-		begin_exchange(c);
+		x->active = false;
+		x->cb->on_connect(x, rt_exchange_timed_out);
 		return;
 	}
-	connect_new(x);
+	fail_head(c, rt_exchange_timed_out);
 }
 
-void rt_lean_cancel(struct rt_ux *x)
+void rt_exchange_init(struct rt_exchange *x, const struct rt_exchange_cb *cb, void *data)
 {
-	struct rt_lconn *c = x->conn;
+	x->cb = cb;
+	x->data = data;
+	x->active = false;
+	x->conn = NULL;
+	x->head_timeout = NULL;
+	memset(&x->head_timer, 0, sizeof(x->head_timer));
+	x->head_timer.cb = on_head_timeout;
+	h2o_buffer_init(&x->body, &h2o_socket_buffer_prototype);
+}
+
+void rt_exchange_start(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
+		       h2o_iovec_t body, h2o_timeout_t *head_timeout)
+{
+	x->up = up;
+	x->bufs[0] = head;
+	x->bufs[1] = body;
+	x->active = true;
+	x->fresh_retry_done = false;
+	x->head_timeout = head_timeout;
+	if (head_timeout != NULL)
+		h2o_timeout_link(client_loop, head_timeout, &x->head_timer);
+	struct rt_pool *p = &up->pool;
+	if (h2o_linklist_is_empty(&p->idle)) {
+		connect_new(x);
+		return;
+	}
+	struct rt_conn *c = H2O_STRUCT_FROM_MEMBER(struct rt_conn, idle_link, p->idle.next);
+	h2o_linklist_unlink(&c->idle_link);
+	p->idle_count--;
+	h2o_timeout_unlink(&c->idle_timer);
+	c->x = x;
+	x->conn = c;
+	/* Connected already: nothing can fail here, so on_connect runs now. */
+	c->in_cb = true;
+	x->cb->on_connect(x, NULL);
+	c->in_cb = false;
+	if (c->doomed) {
+		conn_free(c);
+		return;
+	}
+	begin_exchange(c);
+}
+
+void rt_exchange_cancel(struct rt_exchange *x)
+{
+	head_timer_stop(x);
+	if (!x->active)
+		return;
+	x->active = false;
+	struct rt_conn *c = x->conn;
 	if (c == NULL)
 		return;
 	detach(c);
 	conn_kill(c);
 }
 
+void rt_exchange_dispose(struct rt_exchange *x)
+{
+	rt_exchange_cancel(x);
+	if (x->body != NULL)
+		h2o_buffer_dispose(&x->body);
+}
+
 /* ---- response ------------------------------------------------------------ */
 
-/* The exchange ends: `err` is rt_ux_eos or a body error. */
-static void end_exchange(struct rt_lconn *c, const char *err)
+/* The exchange ends: `err` is rt_exchange_eos or a body error. */
+static void end_exchange(struct rt_conn *c, const char *err)
 {
-	struct rt_ux *x = c->x;
-	bool reuse = err == rt_ux_eos && c->keepalive && c->sock->input->size == 0;
+	struct rt_exchange *x = c->x;
+	bool reuse = err == rt_exchange_eos && c->keepalive && c->sock->input->size == 0;
 	detach(c);
 	if (reuse)
 		pool_put(c);
@@ -262,9 +329,9 @@ static void end_exchange(struct rt_lconn *c, const char *err)
 }
 
 /* Failure before a complete head. */
-static void fail_head(struct rt_lconn *c, const char *err)
+static void fail_head(struct rt_conn *c, const char *err)
 {
-	struct rt_ux *x = c->x;
+	struct rt_exchange *x = c->x;
 	detach(c);
 	conn_free(c);
 	x->cb->on_head(x, err, 0, NULL, 0, false);
@@ -297,7 +364,7 @@ static int move_body(h2o_buffer_t **in, h2o_buffer_t **out, size_t take, size_t 
 /* Takes body bytes from the socket input into x->body per the framing.
  * Returns 1 (body complete), 0 (more to come) or -1 (bad framing, or out
  * of memory: *why). */
-static int body_ingest(struct rt_lconn *c, const char **why)
+static int body_ingest(struct rt_conn *c, const char **why)
 {
 	h2o_buffer_t **in = &c->sock->input, **out = &c->x->body;
 	size_t have = (*in)->size;
@@ -338,14 +405,14 @@ static int body_ingest(struct rt_lconn *c, const char **why)
 }
 
 /* Runs body_ingest and tells the exchange. */
-static void body_step(struct rt_lconn *c)
+static void body_step(struct rt_conn *c)
 {
-	struct rt_ux *x = c->x;
+	struct rt_exchange *x = c->x;
 	size_t before = x->body->size;
 	const char *why;
 	int r = body_ingest(c, &why);
 	if (r != 0) {
-		end_exchange(c, r > 0 ? rt_ux_eos : why);
+		end_exchange(c, r > 0 ? rt_exchange_eos : why);
 		return;
 	}
 	if (x->body->size == before)
@@ -369,21 +436,21 @@ static bool has_token(h2o_iovec_t v, const char *tok, size_t len)
 
 /* Parses the response head in the socket input. Returns true when the
  * body phase began and the exchange is still on `c`. */
-static bool parse_head(struct rt_lconn *c)
+static bool parse_head(struct rt_conn *c)
 {
-	struct phr_header ph[LEAN_MAX_HEADERS];
-	h2o_header_t hs[LEAN_MAX_HEADERS];
-	h2o_iovec_t names[LEAN_MAX_HEADERS];
+	struct phr_header ph[MAX_HEADERS];
+	h2o_header_t hs[MAX_HEADERS];
+	h2o_iovec_t names[MAX_HEADERS];
 	int minor, status, rc;
 	size_t nh;
 	for (;;) {
 		h2o_buffer_t *in = c->sock->input;
 		const char *msg;
 		size_t msg_len;
-		nh = LEAN_MAX_HEADERS;
+		nh = MAX_HEADERS;
 		rc = phr_parse_response(in->bytes, in->size, &minor, &status, &msg, &msg_len, ph, &nh, 0);
 		if (rc == -2) {
-			if (in->size > LEAN_MAX_HEAD_BYTES)
+			if (in->size > MAX_HEAD_BYTES)
 				fail_head(c, ERR_BAD_HEAD);
 			return false;
 		}
@@ -444,7 +511,8 @@ static bool parse_head(struct rt_lconn *c)
 	}
 	c->keepalive = !close;
 	c->state = L_BODY;
-	struct rt_ux *x = c->x;
+	struct rt_exchange *x = c->x;
+	head_timer_stop(x);
 	if (eos) {
 		/* Complete already: the connection is done with before the
 		 * (terminal) callback; the head bytes stay readable meanwhile. */
@@ -471,15 +539,16 @@ static bool parse_head(struct rt_lconn *c)
 }
 
 /* EOF or a socket error while an exchange runs. */
-static void on_conn_end(struct rt_lconn *c)
+static void on_conn_end(struct rt_conn *c)
 {
-	struct rt_ux *x = c->x;
+	struct rt_exchange *x = c->x;
 	if (c->state != L_BODY) {
 		if (c->reused && !c->got_bytes && !x->fresh_retry_done) {
+			/* Same exchange on a fresh connection; the head timer runs on. */
 			x->fresh_retry_done = true;
-			detach(c);
+			c->x = NULL;
+			x->conn = NULL;
 			conn_free(c);
-			x->active = true;
 			connect_new(x);
 			return;
 		}
@@ -493,12 +562,12 @@ static void on_conn_end(struct rt_lconn *c)
 		return;
 	}
 	c->keepalive = false;
-	end_exchange(c, r > 0 || c->framing == F_CLOSE ? rt_ux_eos : ERR_BROKE_OFF);
+	end_exchange(c, r > 0 || c->framing == F_CLOSE ? rt_exchange_eos : ERR_BROKE_OFF);
 }
 
 static void on_read(h2o_socket_t *sock, const char *err)
 {
-	struct rt_lconn *c = sock->data;
+	struct rt_conn *c = sock->data;
 	if (c->x == NULL) { /* idle: the peer closed it (or sent junk) */
 		conn_free(c);
 		return;

@@ -1,4 +1,4 @@
-/* upstream.c — per-worker socket pools (see upstream.h). */
+/* pool.c — the table of workers' connection facts (see pool.h). */
 #include "router/upstream/pool.h"
 
 #include <netdb.h>
@@ -66,7 +66,7 @@ int rt_url_split(const char *url, char *host, size_t hostcap, uint16_t *port, co
 }
 
 struct rt_upstream *rt_upstream_get(struct rt_upstreams *t, uint32_t slot, const char *id,
-				    h2o_loop_t *loop, const char **why)
+				    const char **why)
 {
 	if (slot >= t->slots) {
 		*why = "worker slot out of range";
@@ -76,7 +76,7 @@ struct rt_upstream *rt_upstream_get(struct rt_upstreams *t, uint32_t slot, const
 	if (u != NULL && strcmp(u->id, id) == 0)
 		return u;
 	/* New, or the slot now holds another worker: the old entry stays
-	 * allocated (sockets in use still point at its pool). */
+	 * allocated (connections in use still point at its pool). */
 	char host[256];
 	uint16_t port;
 	const char *path;
@@ -109,12 +109,10 @@ struct rt_upstream *rt_upstream_get(struct rt_upstreams *t, uint32_t slot, const
 	size_t auth_len = (size_t)(path - (id + 7));
 	u->authority = h2o_iovec_init(u->id + 7, auth_len);
 	u->prefix = h2o_iovec_init(u->id + 7 + auth_len, strlen(u->id + 7 + auth_len));
-	memcpy(&u->lean.addr, res->ai_addr, res->ai_addrlen);
-	u->lean.addrlen = res->ai_addrlen;
-	h2o_linklist_init_anchor(&u->lean.idle);
-	u->lean.capacity = t->capacity;
-	h2o_socketpool_init_by_address(&u->pool, res->ai_addr, res->ai_addrlen, 0, t->capacity);
-	h2o_socketpool_set_timeout(&u->pool, loop, 2000); /* idle keep-alive sockets: 2 s */
+	memcpy(&u->pool.addr, res->ai_addr, res->ai_addrlen);
+	u->pool.addrlen = res->ai_addrlen;
+	h2o_linklist_init_anchor(&u->pool.idle);
+	u->pool.capacity = t->capacity;
 	freeaddrinfo(res);
 	t->by_slot[slot] = u;
 	sy_debug("upstream pool for %s (slot %u)", id, slot);

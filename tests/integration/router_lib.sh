@@ -5,9 +5,7 @@
 #   rt_fleet DIR ARGS...  tools/mock-fleet start (URLs on stdout); DIR under $T,
 #                         stopped by the trap
 #   rt_router ARGS...     start switchyard-router on a free port ($PORT, $RURL,
-#                         pid $RPID, log $T/router.log); waits for /health;
-#                         $SY_UPSTREAM_CLIENT (h2o|lean), when set, picks the
-#                         upstream client
+#                         pid $RPID, log $T/router.log); waits for /health
 #   rt_fail MSG           print the router log tail and exit 1
 # Everything started is stopped by the EXIT trap.
 set -euo pipefail
@@ -51,8 +49,7 @@ rt_fleet() {
 rt_router() {
   PORT=$(rt_free_port)
   RURL=http://127.0.0.1:$PORT
-  "$ROUTER" --port "$PORT" --shm "$SHM" ${SY_UPSTREAM_CLIENT:+--upstream-client "$SY_UPSTREAM_CLIENT"} \
-    "$@" >>"$T/router.log" 2>&1 &
+  "$ROUTER" --port "$PORT" --shm "$SHM" "$@" >>"$T/router.log" 2>&1 &
   RPID=$!
   for _ in $(seq 1 100); do
     curl -fs "$RURL/health" >/dev/null 2>&1 && return 0

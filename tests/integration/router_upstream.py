@@ -1,14 +1,16 @@
 #!/usr/bin/python3
-"""router_upstream.py ROUTER [h2o|lean] — the upstream client's edge cases
-against a scripted raw-socket engine (one router process, so one socket
-pool): content-length and chunked answers (chunk boundaries split across
-reads, extensions, trailers), SSE relayed chunk by chunk, read-until-close
-framing, the engine closing mid-body (the client sees the body end short)
-and before the first body byte (502 upstream_body_incomplete), keep-alive
+"""router_upstream.py ROUTER — the upstream client's edge cases against a
+scripted raw-socket engine (one router process, so one socket pool):
+content-length and chunked answers (chunk boundaries split across reads,
+extensions, trailers), SSE relayed chunk by chunk, read-until-close framing,
+the engine closing mid-body, inside a chunk or after a whole chunk without
+the 0-chunk (the client sees the body end short, never complete) and before
+the first body byte (502 upstream_body_incomplete), keep-alive
 reuse (one upstream connection for sequential requests; none after
 "connection: close"), an idle kept-alive socket closed by the engine (the
 next request still succeeds), connection refused (502
-upstream_unreachable) and the header timeout (504 upstream_timeout).
+upstream_unreachable), the header timeout (504 upstream_timeout), and
+--upstream-client h2o refused at start-up with its reason.
 
 The fake engine picks its behaviour from the request header x-fake (passed
 upstream by the router like any client header)."""
@@ -20,9 +22,7 @@ import sytest  # noqa: E402  (shared helpers beside this script)
 from sytest import check, fail, free_port  # noqa: E402
 
 ROUTER = sys.argv[1]
-CLIENT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("SY_UPSTREAM_CLIENT", "lean")
 CHAT = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
-sytest.FAIL_PREFIX = "FAIL (%s client)" % CLIENT
 SMALL = b'{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}'
 
 
@@ -119,6 +119,14 @@ class Engine:
             c.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\na\r\n0123456789\r\n")
             time.sleep(0.1)
             return False
+        if mode == "in-chunk":  # close inside a chunk
+            c.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\na\r\n01234")
+            time.sleep(0.1)
+            return False
+        if mode == "chunked-no-body":  # chunked head only, then close
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
+            time.sleep(0.1)
+            return False
         if mode == "no-body":  # head only, then close
             c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\n")
             time.sleep(0.1)
@@ -153,7 +161,7 @@ def start_router(urls, *extra):
     port = free_port()
     shm = "/dev/shm/sy-test-upstream-%d-%d" % (os.getpid(), port)
     p = subprocess.Popen([ROUTER, "--port", str(port), "--shm", shm, "--processes", "1",
-                          "--model-id", "m1", "--upstream-client", CLIENT, "--worker-urls", *urls, *extra],
+                          "--model-id", "m1", "--worker-urls", *urls, *extra],
                          stdout=open(LOG, "a"), stderr=subprocess.STDOUT)
     for _ in range(100):
         try:
@@ -230,16 +238,20 @@ def main():
         # of a short body (not a clean end).
         st, h, b, ok = post(port, "mid-body")
         check(st == 200 and b == b"0123456789" and not ok, "mid-body close: %s %r complete=%s" % (st, b, ok))
+        # ... after a whole chunk, no 0-chunk: a cut stream, not a complete one.
         st, h, b, ok = post(port, "mid-chunk")
-        # h2o 2.2.5's http1client reports a chunked body cut by EOF as a clean
-        # end: the fallback client passes the bytes but not the cut.
-        check(st == 200 and b == b"0123456789" and (not ok or CLIENT == "h2o"),
+        check(st == 200 and b == b"0123456789" and not ok,
               "mid-chunk close: %s %r complete=%s" % (st, b, ok))
+        st, h, b, ok = post(port, "in-chunk")
+        check(st == 200 and b == b"01234" and not ok, "in-chunk close: %s %r complete=%s" % (st, b, ok))
         # ... before any body byte: a proper error instead.
         st, h, b, ok = post(port, "no-body")
         check(st == 502 and h.get("x-router-error-code") == "upstream_body_incomplete",
               "close before the first body byte: %s %s %r" % (st, h.get("x-router-error-code"), b))
         check(json.loads(b)["error"]["code"] == "upstream_body_incomplete", "error body %r" % b)
+        st, h, b, ok = post(port, "chunked-no-body")
+        check(st == 502 and h.get("x-router-error-code") == "upstream_body_incomplete",
+              "chunked close before the first body byte: %s %s %r" % (st, h.get("x-router-error-code"), b))
 
         # Header timeout (--request-timeout-secs 1): 504.
         t0 = time.time()
@@ -260,8 +272,16 @@ def main():
         check(str(dead) not in b.decode(), "worker URL in the error message")
     finally:
         stop_router(p, shm)
+    # One upstream client: lean is accepted, h2o refused with its reason.
+    r = subprocess.run([ROUTER, "--check-config", "--upstream-client", "lean", "--worker-urls",
+                        "http://127.0.0.1:1"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0, "--upstream-client lean refused: %s" % r.stderr)
+    r = subprocess.run([ROUTER, "--check-config", "--upstream-client", "h2o", "--worker-urls",
+                        "http://127.0.0.1:1"], capture_output=True, text=True, timeout=10)
+    check(r.returncode != 0 and "--upstream-client: h2o is no longer offered" in r.stderr
+          and "use lean" in r.stderr, "--upstream-client h2o: rc %d, %r" % (r.returncode, r.stderr))
     os.unlink(LOG)
-    print("router_upstream (%s client): OK" % CLIENT)
+    print("router_upstream: OK")
 
 
 if __name__ == "__main__":

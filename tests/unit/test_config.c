@@ -550,6 +550,28 @@ START_TEST(test_flag_errors_name_the_flag)
 }
 END_TEST
 
+START_TEST(test_upstream_client_accepts_lean_only_and_refuses_h2o_with_its_reason)
+{
+	ck_assert_str_eq(cfg.router.upstream_client, "lean");
+	ck_assert_int_eq(flag("router", "--upstream-client", "lean"), SY_OK);
+	ck_assert_str_eq(cfg.router.upstream_client, "lean");
+	ck_assert_int_eq(flag("router", "--upstream-client", "h2o"), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "--upstream-client: h2o is no longer offered: h2o 2.2's client "
+				  "passes a peer close after a whole chunk on as a complete "
+				  "response; use lean (the default)");
+	ck_assert_int_eq(flag("router", "--upstream-client", "curl"), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "--upstream-client: must be lean");
+	ck_assert_int_eq(load("router: {upstream_client: lean}\n"), SY_OK);
+	ck_assert_str_eq(cfg.router.upstream_client, "lean");
+	sy_config_free(&cfg);
+	setup();
+	ck_load_fails("router: {upstream_client: h2o}\n", SY_ECONFIG,
+		      "t.yaml:1:27: router.upstream_client: h2o is no longer offered: h2o 2.2's "
+		      "client passes a peer close after a whole chunk on as a complete response; "
+		      "use lean (the default)");
+}
+END_TEST
+
 START_TEST(test_worker_urls_flag_repeats_splits_and_replaces_the_file_fleet)
 {
 	ck_assert_int_eq(load("workers:\n"
@@ -711,6 +733,7 @@ int main(void)
 	tcase_add_test(tc, test_legacy_flag_is_refused_naming_its_replacement);
 	tcase_add_test(tc, test_flag_overrides_the_file);
 	tcase_add_test(tc, test_flag_errors_name_the_flag);
+	tcase_add_test(tc, test_upstream_client_accepts_lean_only_and_refuses_h2o_with_its_reason);
 	tcase_add_test(tc, test_worker_urls_flag_repeats_splits_and_replaces_the_file_fleet);
 	tcase_add_test(tc, test_worker_urls_flag_rejects_bad_and_duplicate_urls);
 	suite_add_tcase(s, tc);
