@@ -36,23 +36,37 @@ static struct script script;
 static unsigned connections, requests;
 static struct rt_upstreams *table;
 static struct rt_upstream *up;
+/* The upstream's open sockets (the loop keeps no list; teardown closes them). */
+static h2o_socket_t *srv_socks[16];
+/* A head timeout of 100 ms (registered with the loop for its lifetime). */
+static h2o_timeout_t head_100ms;
+
+static void srv_close(h2o_socket_t *sock)
+{
+	for (size_t i = 0; i < sizeof(srv_socks) / sizeof(srv_socks[0]); i++)
+		if (srv_socks[i] == sock)
+			srv_socks[i] = NULL;
+	h2o_socket_close(sock);
+}
 
 static void srv_on_written(h2o_socket_t *sock, const char *err)
 {
 	(void)err;
 	if (script.close_after)
-		h2o_socket_close(sock);
+		srv_close(sock);
 }
 
 /* One request per head + content-length body; answers per the script. */
 static void srv_on_read(h2o_socket_t *sock, const char *err)
 {
 	if (err != NULL) {
-		h2o_socket_close(sock);
+		srv_close(sock);
 		return;
 	}
 	for (;;) {
 		h2o_buffer_t *in = sock->input;
+		if (in->size == 0)
+			return;
 		char *end = memmem(in->bytes, in->size, "\r\n\r\n", 4);
 		if (end == NULL)
 			return;
@@ -65,7 +79,7 @@ static void srv_on_read(h2o_socket_t *sock, const char *err)
 		h2o_buffer_consume(&sock->input, head + body);
 		requests++;
 		if (script.close_now) {
-			h2o_socket_close(sock);
+			srv_close(sock);
 			return;
 		}
 		if (script.resp == NULL)
@@ -85,6 +99,11 @@ static void srv_on_accept(h2o_socket_t *l, const char *err)
 	if (s == NULL)
 		return;
 	connections++;
+	for (size_t i = 0; i < sizeof(srv_socks) / sizeof(srv_socks[0]); i++)
+		if (srv_socks[i] == NULL) {
+			srv_socks[i] = s;
+			break;
+		}
 	h2o_socket_read_start(s, srv_on_read);
 }
 
@@ -118,6 +137,8 @@ struct result {
 static void take_body(struct rt_exchange *x, struct result *r)
 {
 	size_t n = x->body->size;
+	if (n == 0)
+		return;
 	ck_assert_uint_le(r->body_len + n, sizeof(r->body));
 	memcpy(r->body + r->body_len, x->body->bytes, n);
 	r->body_len += n;
@@ -199,6 +220,7 @@ static void setup(void)
 {
 	loop = h2o_evloop_create();
 	rt_client_init(loop, 2000);
+	h2o_timeout_init(loop, &head_100ms, 100);
 	int fd = listen_loopback(&port);
 	listener = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(listener, srv_on_accept);
@@ -213,7 +235,14 @@ static void setup(void)
 	ck_assert_msg(up != NULL, "%s", why);
 }
 
-static void teardown(void) {}
+static void teardown(void)
+{
+	for (size_t i = 0; i < sizeof(srv_socks) / sizeof(srv_socks[0]); i++)
+		if (srv_socks[i] != NULL)
+			srv_close(srv_socks[i]);
+	h2o_socket_close(listener);
+	run_for(20); /* the loop frees closed sockets on its next turn */
+}
 
 static const char CL_RESP[] = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 			      "content-length: 11\r\n\r\n{\"ok\":true}";
@@ -351,14 +380,12 @@ END_TEST
 
 START_TEST(test_head_timeout_ends_the_exchange_and_drops_the_socket)
 {
-	h2o_timeout_t t;
-	h2o_timeout_init(loop, &t, 100);
 	script.resp = NULL; /* silent */
 	struct rt_exchange x;
 	struct result r = {0};
 	rt_exchange_init(&x, &cbs, &r);
 	uint64_t t0 = sy_mono_ns();
-	exchange(&x, &r, &t);
+	exchange(&x, &r, &head_100ms);
 	uint64_t ms = (sy_mono_ns() - t0) / 1000000u;
 	ck_assert_ptr_eq(r.head_err, rt_exchange_timed_out);
 	ck_assert_msg(ms >= 80 && ms < 1000, "timed out after %llu ms", (unsigned long long)ms);
@@ -367,7 +394,7 @@ START_TEST(test_head_timeout_ends_the_exchange_and_drops_the_socket)
 	script.resp = CL_RESP;
 	struct result r2 = {0};
 	x.data = &r2;
-	exchange(&x, &r2, &t);
+	exchange(&x, &r2, &head_100ms);
 	ck_assert_ptr_eq(r2.end, rt_exchange_eos);
 	ck_assert_uint_eq(connections, 2);
 	rt_exchange_dispose(&x);
@@ -376,14 +403,13 @@ END_TEST
 
 START_TEST(test_head_timer_stops_at_the_head)
 {
-	h2o_timeout_t t;
-	h2o_timeout_init(loop, &t, 100);
 	/* head at once, body never: the head timeout does not fire afterwards */
 	script.resp = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n";
 	struct rt_exchange x;
 	struct result r = {0};
 	rt_exchange_init(&x, &cbs, &r);
-	rt_exchange_start(&x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2), &t);
+	rt_exchange_start(&x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
+			  &head_100ms);
 	bool got_head = false;
 	uint64_t end = sy_mono_ns() + 2000000000u;
 	while (!got_head && sy_mono_ns() < end) {
