@@ -189,7 +189,8 @@ static void cb_body(struct rt_exchange *x, const char *err)
 
 static const struct rt_exchange_cb cbs = {cb_connect, cb_head, cb_body};
 
-static const char REQ[] = "POST /v1/chat/completions HTTP/1.1\r\nhost: t\r\ncontent-length: 2\r\n\r\n";
+static const char REQ[] =
+	"POST /v1/chat/completions HTTP/1.1\r\nhost: t\r\ncontent-length: 2\r\n\r\n";
 
 /* Runs the loop until `done` or `ms` passed. */
 static void run_until(bool *done, uint64_t ms)
