@@ -187,7 +187,8 @@ int main(int argc, char **argv)
 	}
 
 	struct statebus_region *region = NULL;
-	int rc = statebus_region_open(cfg.state.shm_path, NULL, STATEBUS_CREATE, &region, err,
+	struct statebus_params prm = {.group = cfg.state.group};
+	int rc = statebus_region_open(cfg.state.shm_path, &prm, STATEBUS_CREATE, &region, err,
 				      sizeof(err));
 	if (rc != SY_OK) {
 		sy_error("state plane: %s", err);

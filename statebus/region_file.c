@@ -18,45 +18,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsperm.h"
 #include "sb-int.h"
-
-int sb_group_gid(const char *name, gid_t *gid, char *err, size_t cap)
-{
-	struct group g, *res = NULL;
-	long n = sysconf(_SC_GETGR_R_SIZE_MAX);
-	size_t len = n > 0 ? (size_t)n : 16384;
-	for (;;) {
-		char *buf = malloc(len);
-		if (buf == NULL) {
-			sb_errf(err, cap, "out of memory");
-			return SY_ENOMEM;
-		}
-		int e = getgrnam_r(name, &g, buf, len, &res);
-		if (e == ERANGE && len < (1u << 20)) {
-			free(buf);
-			len *= 2;
-			continue;
-		}
-		if (res != NULL)
-			*gid = g.gr_gid;
-		free(buf);
-		if (res != NULL)
-			return SY_OK;
-		if (e == 0 || e == ENOENT || e == ESRCH) {
-			sb_errf(err, cap, "group '%s' does not exist (create it, e.g. with "
-				"systemd-sysusers or groupadd)", name);
-			return SY_ENOENT;
-		}
-		sb_errf(err, cap, "looking up group '%s': %s", name, strerror(e));
-		return SY_EIO;
-	}
-}
 
 /* Opens the directory holding `path`'s last component; *base points at that
  * component inside path. Returns a directory fd (O_PATH) or a negative sy_err. */
@@ -176,7 +143,7 @@ static int trust(int fd, const char *path, bool read_only, char *err, size_t cap
 static int set_group(int fd, const char *path, const char *group, char *err, size_t cap)
 {
 	gid_t gid;
-	int rc = sb_group_gid(group, &gid, err, cap);
+	int rc = sy_group_gid(group, &gid, err, cap);
 	if (rc != SY_OK)
 		return rc;
 	if (fchown(fd, (uid_t)-1, gid) != 0) {

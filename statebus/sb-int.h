@@ -426,9 +426,6 @@ uint64_t sb_inflight_dispatches(const struct statebus_region *r, uint32_t w);
 int sb_region_file_open(const char *path, int flags, const char *group, int *fd_out,
 			char *err, size_t cap);
 
-/* Group name → gid. Errors: SY_ENOENT (no such group), SY_EIO, SY_ENOMEM. */
-int sb_group_gid(const char *name, gid_t *gid, char *err, size_t cap);
-
 /* Writes a formatted message into err (cap bytes). */
 void sb_errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

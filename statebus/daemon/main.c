@@ -271,7 +271,8 @@ static int start(struct sbd *d)
 {
 	char err[512] = "";
 	const char *path = d->cfg.state.shm_path;
-	int rc = statebus_region_open(path, NULL, STATEBUS_CREATE, &d->r, err, sizeof(err));
+	struct statebus_params prm = {.group = d->cfg.state.group};
+	int rc = statebus_region_open(path, &prm, STATEBUS_CREATE, &d->r, err, sizeof(err));
 	if (rc != SY_OK) {
 		sy_error("%s", err[0] ? err : sy_strerror(rc));
 		return 1;
