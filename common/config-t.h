@@ -92,6 +92,10 @@ struct sy_config_log {
 
 struct sy_config_state {
 	char *shm_path; /* the state-plane region file */
+	char *group;    /* group of the region file (mode 0640) and of the
+	                   statebus's ipc sockets (mode 0660), so that its
+	                   members (syctl, monitoring) read without root; NULL =
+	                   the creating daemon's own group */
 };
 
 struct sy_config_tokenizer {

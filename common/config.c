@@ -68,6 +68,26 @@ static int hook_shm_path(const char *in, size_t len, char **out, const char **wh
 	return SY_OK;
 }
 
+/* state.group: a group name as useradd/groupadd accept it (letters, digits,
+ * '_', '-', '.', a trailing '$'; not starting with '-'; ≤ 32 bytes). Whether
+ * the group exists is checked where the region is created. */
+static int hook_group_name(const char *in, size_t len, char **out, const char **why)
+{
+	bool ok = len > 0 && len <= 32 && in[0] != '-';
+	for (size_t i = 0; ok && i < len; i++) {
+		char c = in[i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '_' || c == '-' || c == '.' || (c == '$' && i == len - 1);
+	}
+	if (!ok) {
+		*why = "must be a group name (letters, digits, '_', '-', '.'; at most 32 bytes)";
+		return SY_EINVAL;
+	}
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
 const char *const sy_policy_names[SY_POLICY_COUNT] = {
 	"round_robin", "random", "power_of_n", "cache_aware", "session_aware", "sticky", "load_based",
 };
@@ -267,6 +287,7 @@ static const struct sy_cfg_section log_section =
 #define S struct sy_config_state
 static const struct sy_cfg_field state_fields[] = {
 	SY_CFG_STR_F(S, shm_path, "/dev/shm/switchyard", 0, hook_shm_path),
+	SY_CFG_STR_F(S, group, NULL, SY_CFG_NULLABLE, hook_group_name),
 };
 static const struct sy_cfg_section state_section =
 	SY_CFG_SECTION("state", S, SY_CFG_NO_OFF, state_fields);

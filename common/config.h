@@ -18,7 +18,10 @@
  * The schema (one YAML file for both daemons; member names = keys):
  *   model_id: default-model
  *   log:      {level: info, format: text}
- *   state:    {shm_path: /dev/shm/switchyard}
+ *   state:    {shm_path: /dev/shm/switchyard, group (--shm-group; a group
+ *              name: the region file is chgrp'd to it, mode 0640, and the
+ *              statebus's ipc sockets, mode 0660; absent = the daemon's own
+ *              group; the daemons' user must be a member)}
  *   workers:  [{url (required), role: plain|prefill|decode, model: <model_id>,
  *               bootstrap_port, kv_events: {endpoint_host, endpoint_port_base,
  *               topic, block_size, dp_size, replay_port_base,

@@ -25,6 +25,7 @@ struct flag_alias {
 /* Settled exceptions of DESIGN.md §5, valid in every program's section. */
 static const struct flag_alias settled[] = {
 	{"--shm", "state.shm_path"},
+	{"--shm-group", "state.group"},
 	{"--control-endpoint", "statebus.control_endpoint"},
 	{"--query-endpoint", "statebus.query_endpoint"},
 	{"--tokenizer", "router.tokenizer.kind"},

@@ -18,6 +18,7 @@ static const char *const sy_err_names[] = {
 	[-SY_ETIMEDOUT] = "timed out",
 	[-SY_ECONFIG] = "invalid configuration",
 	[-SY_EUNSUPPORTED] = "not supported",
+	[-SY_EPERM] = "not permitted",
 };
 
 const char *sy_strerror(int err)

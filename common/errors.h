@@ -26,7 +26,9 @@ enum sy_err {
 	SY_ETIMEDOUT = -13,   /* timed out */
 	SY_ECONFIG = -14,     /* invalid configuration */
 	SY_EUNSUPPORTED = -15,/* feature or component not supported */
-	SY_ERR_MIN_ = -16,    /* sentinel: lowest code + 1 */
+	SY_EPERM = -16,       /* not permitted: a file or socket of another owner,
+	                         with unsafe permissions, or reached by a symlink */
+	SY_ERR_MIN_ = -17,    /* sentinel: lowest code + 1 */
 };
 
 /* Static description of code `err` ("ok", "out of memory", ...). Never NULL. */

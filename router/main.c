@@ -179,7 +179,8 @@ int main(int argc, char **argv)
 	}
 
 	struct statebus_region *region = NULL;
-	int rc = statebus_region_open(cfg0->state.shm_path, NULL, STATEBUS_CREATE, &region, err,
+	struct statebus_params prm = {.group = cfg0->state.group};
+	int rc = statebus_region_open(cfg0->state.shm_path, &prm, STATEBUS_CREATE, &region, err,
 				      sizeof(err));
 	if (rc != SY_OK) {
 		sy_error("state plane: %s", err);

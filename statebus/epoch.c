@@ -93,6 +93,8 @@ int statebus_proc_claim(struct statebus_region *r, enum statebus_proc_role role,
 			*slot = (uint32_t)r->self_slot;
 		return SY_EEXIST;
 	}
+	if (r->read_only)
+		return SY_EPERM;
 	uint64_t st = 0;
 	if (sb_proc_stat(0, &st) != SY_OK)
 		return SY_EIO;

@@ -1,7 +1,8 @@
 /* region.c — create, attach and validate the shared-memory region.
  *
  * Create-or-attach protocol (one file per host, DESIGN §3):
- *   open(O_CREAT) → flock(LOCK_EX) → fstat. An empty file, or one whose
+ *   open (region_file.c: exclusive create 0640 or a trusted existing file,
+ *   never through a symlink) → flock(LOCK_EX) → fstat. An empty file, or one whose
  *   magic is still zero (a creator died mid-initialisation), is initialised:
  *   ftruncate to the total size, mmap, write header and zero tables, then
  *   publish the magic last behind a write barrier. A file with a magic is
@@ -237,9 +238,10 @@ static void initialise(struct statebus_hdr *h, uint8_t *base, const struct state
 	cmm_smp_mb();
 }
 
-static int map_region(int fd, uint64_t size, uint8_t **base, const char *path, char *err, size_t cap)
+static int map_region(int fd, uint64_t size, bool read_only, uint8_t **base, const char *path,
+		      char *err, size_t cap)
 {
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m = mmap(NULL, size, read_only ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		sb_errf(err, cap, "mmap %s (%llu bytes): %s", path, (unsigned long long)size,
 			strerror(errno));
@@ -258,12 +260,14 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 			path_cap - 1);
 		return SY_EINVAL;
 	}
-	if (path == NULL || out == NULL || (flags & ~STATEBUS_CREATE) != 0) {
+	if (path == NULL || out == NULL || (flags & ~(STATEBUS_CREATE | STATEBUS_READ_ONLY)) != 0 ||
+	    flags == (STATEBUS_CREATE | STATEBUS_READ_ONLY)) {
 		sb_errf(err, errcap, "invalid arguments to statebus_region_open");
 		return SY_EINVAL;
 	}
 	*out = NULL;
 	bool create = (flags & STATEBUS_CREATE) != 0;
+	bool read_only = (flags & STATEBUS_READ_ONLY) != 0;
 	struct statebus_params p;
 	statebus_params_default(&p);
 	if (create && params) {
@@ -284,12 +288,11 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 	if (rc != SY_OK)
 		return rc;
 
-	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
-	if (fd < 0) {
-		rc = errno == ENOENT ? SY_ENOENT : SY_EIO;
-		sb_errf(err, errcap, "open %s: %s", path, strerror(errno));
+	int fd = -1;
+	rc = sb_region_file_open(path, flags, create && params ? params->group : NULL, &fd, err,
+				 errcap);
+	if (rc != SY_OK)
 		return rc;
-	}
 	if (flock(fd, create ? LOCK_EX : LOCK_SH) != 0) {
 		sb_errf(err, errcap, "flock %s: %s", path, strerror(errno));
 		close(fd);
@@ -324,7 +327,7 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 			rc = SY_EIO;
 			goto fail;
 		}
-		rc = map_region(fd, size, &base, path, err, errcap);
+		rc = map_region(fd, size, read_only, &base, path, err, errcap);
 		if (rc != SY_OK)
 			goto fail;
 		initialise((struct statebus_hdr *)base, base, &p);
@@ -336,7 +339,7 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 			rc = SY_EMALFORMED;
 			goto fail;
 		}
-		rc = map_region(fd, size, &base, path, err, errcap);
+		rc = map_region(fd, size, read_only, &base, path, err, errcap);
 		if (rc != SY_OK)
 			goto fail;
 		rc = validate((const struct statebus_hdr *)base, size, path, err, errcap);
@@ -359,6 +362,7 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 	r->self_epoch = NULL;
 	r->self_slot = -1;
 	r->fresh_ns = r->hdr->load_fresh_ns;
+	r->read_only = read_only;
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	*out = r;
 	return SY_OK;
@@ -457,6 +461,8 @@ int statebus_writer_lock(struct statebus_region *r, bool wait)
 {
 	if (r->writer_locked)
 		return SY_OK;
+	if (r->read_only)
+		return SY_EPERM;
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	while (fcntl(r->fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) != 0) {
 		if (errno == EINTR)

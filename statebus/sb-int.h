@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include "statebus.h"
 
@@ -413,6 +414,17 @@ int sb_streams_repair(struct statebus_region *r);
 
 /* Σ of the in-flight dispatch counters of worker slot w (inflight.c). */
 uint64_t sb_inflight_dispatches(const struct statebus_region *r, uint32_t w);
+
+/* Opens the region file (region_file.c): parent directory without symlinks
+ * of other users, the file exclusive-created 0640 (STATEBUS_CREATE, when
+ * absent) or opened O_NOFOLLOW and judged by its owner, mode, type and link
+ * count; with `group` (creators) the file is chgrp'd to it, mode 0640.
+ * flags: STATEBUS_CREATE / STATEBUS_READ_ONLY. *fd_out: the open file.
+ * Errors: SY_EPERM (refused: symlink, other owner, group/other-writable,
+ * not a regular file, hard-linked; or permission denied), SY_ENOENT (absent,
+ * or no such group), SY_EINVAL (path names no file), SY_EIO, SY_ENOMEM. */
+int sb_region_file_open(const char *path, int flags, const char *group, int *fd_out,
+			char *err, size_t cap);
 
 /* Writes a formatted message into err (cap bytes). */
 void sb_errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

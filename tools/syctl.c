@@ -86,14 +86,16 @@ static void usage(FILE *f)
 		"usage: syctl [--shm PATH] [--json] COMMAND\n"
 		"commands: create [--max-workers N] [--max-dp-ranks N] [--max-procs N]\n"
 		"                 [--arena-blocks N] [--arena-block-size BYTES]\n"
-		"                 [--index-nodes N]\n"
+		"                 [--index-nodes N] [--group NAME]\n"
 		"          destroy | header | workers | load | inflight | readers | streams\n"
 		"          affinity\n"
 		"          index [--worker URL]\n"
 		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]\n"
 		"          match --hashes h1,h2,...\n"
 		"--shm PATH   region file (default %s)\n"
-		"--json       machine-readable output (stable shapes)\n",
+		"--json       machine-readable output (stable shapes)\n"
+		"A user who may only read the region (a member of its group) attaches\n"
+		"read-only: every command but index and match works.\n",
 		STATEBUS_DEFAULT_PATH);
 }
 
@@ -111,11 +113,19 @@ int syctl_emit_json(json_t *obj)
 	return 0;
 }
 
+/* Opens the region; a reader that may not open it read-write (a member of
+ * the region's group, or a user other than its owner) attaches read-only. */
 static int open_region(const struct syctl_opts *o, int flags, struct statebus_region **r)
 {
 	char err[512];
 	int rc = statebus_region_open(o->shm, flags == STATEBUS_CREATE ? &o->params : NULL,
 				      flags, r, err, sizeof(err));
+	if (rc == SY_EPERM && flags == STATEBUS_ATTACH_ONLY) {
+		char err2[512];
+		rc = statebus_region_open(o->shm, NULL, STATEBUS_READ_ONLY, r, err2, sizeof(err2));
+		if (rc != SY_OK && rc != SY_EPERM)
+			memcpy(err, err2, sizeof(err));
+	}
 	if (rc != SY_OK) {
 		fprintf(stderr, "syctl: %s\n", err[0] ? err : sy_strerror(rc));
 		return 1;
@@ -659,7 +669,7 @@ int main(int argc, char **argv)
 	memset(&o.params, 0, sizeof(o.params));
 	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE,
 	       OPT_INDEX_NODES, OPT_WORKER, OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM,
-	       OPT_SALT };
+	       OPT_SALT, OPT_GROUP };
 	static const struct option longopts[] = {
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
@@ -676,6 +686,7 @@ int main(int argc, char **argv)
 		{"block-size", required_argument, NULL, OPT_KV_BLOCK},
 		{"bigram", no_argument, NULL, OPT_BIGRAM},
 		{"salt", required_argument, NULL, OPT_SALT},
+		{"group", required_argument, NULL, OPT_GROUP},
 		{NULL, 0, NULL, 0},
 	};
 	int c, li = -1;
@@ -699,6 +710,7 @@ int main(int argc, char **argv)
 		case OPT_HASHES: o.hashes = optarg; break;
 		case OPT_BIGRAM: o.bigram = true; break;
 		case OPT_SALT: o.salt = optarg; break;
+		case OPT_GROUP: o.params.group = optarg; break;
 		case OPT_KV_BLOCK:
 			bad = parse_u32("block-size", optarg, &o.block_size);
 			if (!bad && o.block_size == 0) {
@@ -723,6 +735,10 @@ int main(int argc, char **argv)
 	const char *cmd = optind < argc ? argv[optind] : NULL;
 	if (cmd == NULL) {
 		usage(stderr);
+		return 2;
+	}
+	if (o.params.group != NULL && strcmp(cmd, "create") != 0) {
+		fprintf(stderr, "syctl: --group only applies to 'create'\n");
 		return 2;
 	}
 	if (create_opts && strcmp(cmd, "create") != 0) {

@@ -49,6 +49,11 @@ static void tiers_text(uint32_t tiers, char *buf, size_t cap)
 static int claim(struct statebus_region *r)
 {
 	int rc = statebus_proc_claim(r, STATEBUS_PROC_TOOL, NULL);
+	if (rc == SY_EPERM) {
+		fprintf(stderr, "syctl: reading the index needs a reader slot, i.e. write access to "
+			"the region (attached read-only): run as the daemons' user\n");
+		return 1;
+	}
 	if (rc != SY_OK && rc != SY_EEXIST) {
 		fprintf(stderr, "syctl: no free process slot for a reader: %s\n", sy_strerror(rc));
 		return 1;

@@ -35,10 +35,10 @@ int sbd_control_open(struct sbd *d, char *err, size_t cap)
 	void *s = zmq_socket(d->zctx, ZMQ_REP);
 	int v = 0;
 	zmq_setsockopt(s, ZMQ_LINGER, &v, sizeof(v));
-	if (zmq_bind(s, ep) != 0) {
-		snprintf(err, cap, "control socket %s: %s", ep, zmq_strerror(zmq_errno()));
+	int rc = sbd_bind(d, s, ep, "control socket", err, cap);
+	if (rc != SY_OK) {
 		zmq_close(s);
-		return SY_EIO;
+		return rc;
 	}
 	d->control = s;
 	return SY_OK;

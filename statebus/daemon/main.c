@@ -3,7 +3,7 @@
  * for operation).
  *
  *   switchyard-statebus [--config FILE] [--check-config]
- *                       [--worker-urls URL...] [--shm PATH]
+ *                       [--worker-urls URL...] [--shm PATH] [--shm-group G]
  *                       [--log-level L] [--log-format text|json]
  *                       [--control-endpoint EP] [--<statebus key> VALUE]...
  *
@@ -11,7 +11,9 @@
  * flag is its YAML key by the naming rule (DESIGN §5): --replay-timeout-ms
  * → statebus.replay_timeout_ms. Flags override the file.
  *
- * Start-up order: attach or create the region; take the writer lock (a
+ * Start-up order: attach or create the region (refused when another user
+ * owns it, it is writable by group/other or reached through a symlink;
+ * created 0640, chgrp'd to state.group); take the writer lock (a
  * second statebus on the same region refuses to start, naming the holder);
  * empty the index (new incarnation) and forget load and stream records (all
  * rebuilt from the engines — affinity and in-flight rows survive); adopt
@@ -47,7 +49,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: switchyard-statebus [--config FILE] [--check-config]\n"
-		"         [--worker-urls URL...] [--shm PATH] [--log-level debug|info|warn|error]\n"
+		"         [--worker-urls URL...] [--shm PATH] [--shm-group GROUP]\n"
+		"         [--log-level debug|info|warn|error]\n"
 		"         [--log-format text|json] [--control-endpoint EP]\n"
 		"         [--health-interval-ms N] [--health-timeout-ms N]\n"
 		"         [--health-failure-threshold N] [--health-success-threshold N]\n"
@@ -271,7 +274,8 @@ static int start(struct sbd *d)
 {
 	char err[512] = "";
 	const char *path = d->cfg.state.shm_path;
-	int rc = statebus_region_open(path, NULL, STATEBUS_CREATE, &d->r, err, sizeof(err));
+	struct statebus_params prm = {.group = d->cfg.state.group};
+	int rc = statebus_region_open(path, &prm, STATEBUS_CREATE, &d->r, err, sizeof(err));
 	if (rc != SY_OK) {
 		sy_error("%s", err[0] ? err : sy_strerror(rc));
 		return 1;

@@ -38,10 +38,11 @@ int sbd_query_open(struct sbd *d, char *err, size_t cap)
 	int64_t maxmsg = STATEBUS_QUERY_MAX_BYTES + 64;
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
 	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
-	if (zmq_bind(s, ep) != 0) {
-		snprintf(err, cap, "query endpoint %s: %s", ep, zmq_strerror(zmq_errno()));
+	int rc = sbd_bind(d, s, ep, "query endpoint", err, cap);
+	if (rc != SY_OK) {
 		zmq_close(s);
-		return SY_EIO;
+		statebus_query_server_free(&d->qs);
+		return rc;
 	}
 	d->query = s;
 	sy_info("prefix queries on %s", ep);

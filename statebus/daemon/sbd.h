@@ -200,6 +200,13 @@ bool sbd_http_take(struct sbd_http *h, struct sbd_http_result *out);
 /* Stops and joins the thread, dropping queued work. */
 void sbd_http_stop(struct sbd_http *h);
 
+/* ---- bind.c ---- */
+/* zmq_bind of socket s to ep; an ipc:// path is checked first (no symlink,
+ * no file of another owner: SY_EPERM), created mode 0660 and chgrp'd to
+ * state.group. `what` names the socket in err. Errors: SY_EPERM, SY_ENOENT
+ * (no such group), SY_EIO (bind failed). */
+int sbd_bind(struct sbd *d, void *s, const char *ep, const char *what, char *err, size_t cap);
+
 /* ---- control.c ---- */
 int sbd_control_open(struct sbd *d, char *err, size_t cap);
 void sbd_control_readable(struct sbd *d);

@@ -1,4 +1,10 @@
-/* seq.c — receiver sequencing (see seq.h; sglang-wire.md §9). */
+/* seq.c — receiver sequencing (see seq.h; sglang-wire.md §9).
+ *
+ * Arithmetic over the whole int64 range: a verdict compares seq with the
+ * cursor only once both are known to be ≥ 0, where seq - cursor cannot
+ * overflow; cursor + 1 is never formed (it overflows at INT64_MAX). The
+ * counters saturate at UINT64_MAX instead of wrapping.
+ */
 #include <string.h>
 
 #include "seq.h"
@@ -28,9 +34,11 @@ enum sbd_seq_verdict sbd_seq_admit(struct statebus_stream *s, int64_t seq)
 		s->partial = seq != 0;
 		return SBD_SEQ_APPLY;
 	}
-	if (seq == s->cursor + 1)
+	/* both ≥ 0 here: the difference is in [-INT64_MAX, INT64_MAX] */
+	int64_t ahead = seq - s->cursor;
+	if (ahead == 1)
 		return SBD_SEQ_APPLY;
-	if (seq > s->cursor + 1)
+	if (ahead > 1)
 		return SBD_SEQ_GAP;
 	if (seq == 0) {
 		s->cursor = -1;
@@ -44,11 +52,16 @@ enum sbd_seq_verdict sbd_seq_admit(struct statebus_stream *s, int64_t seq)
 	return SBD_SEQ_SKIP;
 }
 
+static void add_sat(uint64_t *c, uint64_t n)
+{
+	*c = *c > UINT64_MAX - n ? UINT64_MAX : *c + n;
+}
+
 void sbd_seq_gap_lost(struct statebus_stream *s, int64_t to)
 {
-	if (s->cursor >= 0 && to > s->cursor + 1) {
-		s->gaps++;
-		s->missing += (uint64_t)(to - s->cursor - 1);
+	if (s->cursor >= 0 && to > s->cursor && to - s->cursor > 1) {
+		add_sat(&s->gaps, 1);
+		add_sat(&s->missing, (uint64_t)(to - s->cursor - 1));
 		s->untrusted = 1;
 	}
 }

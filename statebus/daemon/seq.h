@@ -12,8 +12,11 @@
  *                                                   or sbd_seq_gap_lost() then apply
  *   END_SEQ (-1)                 SBD_SEQ_RESET      cursor -1, resets +1, trusted
  *   0 while cursor ≥ 0           SBD_SEQ_RESTART    cursor -1, resets +1, trusted;
- *                                                   caller clears the rank, applies
+ *     (also after INT64_MAX)                        caller clears the rank, applies
  *   other seq ≤ cursor           SBD_SEQ_SKIP       skipped +1, untrusted
+ *   other negative seq           SBD_SEQ_SKIP       skipped +1, untrusted
+ * Every seq in the int64 range is classified without overflow; gaps and
+ * missing saturate at UINT64_MAX.
  * The first batch after subscribing sets the cursor without a gap (seq 2
  * then 5 → 2 missing, not 4); it also sets `partial` = (seq != 0): the rank
  * is empty whenever the cursor is -1, so a stream that does not start at
@@ -44,8 +47,9 @@ void sbd_seq_init(struct statebus_stream *s, uint32_t gen);
 enum sbd_seq_verdict sbd_seq_admit(struct statebus_stream *s, int64_t seq);
 
 /* Records a forward gap that replay did not fill: gaps +1, missing +=
- * to - cursor - 1 (when to > cursor + 1), untrusted. `to` is the seq that
- * revealed the gap. */
+ * to - cursor - 1 (when to > cursor + 1; both saturating), untrusted. `to`
+ * is the seq that revealed the gap; any int64 is accepted (nothing is
+ * counted unless it is ahead of a cursor ≥ 0 by more than one). */
 void sbd_seq_gap_lost(struct statebus_stream *s, int64_t to);
 
 /* A batch with `seq` was applied: cursor = seq, batches +1. */

@@ -70,12 +70,23 @@ struct statebus_params {
 	                               index_nodes / 4; 64 B each) */
 	uint32_t affinity_entries;  /* affinity store capacity in bindings, a power
 	                               of two (default 65536; 64 B each) */
+	/* Access, not stored in the region: used by a STATEBUS_CREATE opener
+	 * (on a new region, and on an existing one it owns); never filled by
+	 * statebus_region_info(). */
+	const char *group;          /* group name (state.group) the file is
+	                               chgrp'd to, mode 0640, so that its members
+	                               can attach read-only; NULL or "" = the
+	                               creator's group. Borrowed for the call. */
 };
 
 /* statebus_region_open() flags. */
 enum statebus_open_flags {
 	STATEBUS_ATTACH_ONLY = 0, /* fail with SY_ENOENT if the region is absent */
 	STATEBUS_CREATE = 1,      /* create and initialise it if absent */
+	STATEBUS_READ_ONLY = 2,   /* attach only, mapped PROT_READ: for readers
+	                             without write access (a member of the
+	                             region's group); no proc slot, no read
+	                             bracket, no writer lock (SY_EPERM) */
 };
 
 /* Number of 64-bit counters in the header (meaning assigned by later issues:
@@ -451,6 +462,7 @@ struct statebus_region {
 	uint32_t read_depth;       /* nesting of read brackets (process-local) */
 	bool writer_locked;        /* this handle holds the writer lock */
 	uint64_t fresh_ns;         /* load freshness window used by this handle */
+	bool read_only;            /* opened with STATEBUS_READ_ONLY */
 	struct statebus_hdr *hdr;  /* internal layout (sb-int.h) */
 	char path[256];
 };

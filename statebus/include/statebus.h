@@ -44,16 +44,27 @@
 void statebus_params_default(struct statebus_params *p);
 
 /* Opens the region at `path` (≤ 255 bytes).
- * With STATEBUS_CREATE, a missing or uninitialised file is created and
- * initialised from `params` (NULL or zero fields = defaults) under an
- * exclusive flock, the magic being published last; an existing region is
- * attached and `params` ignored. With STATEBUS_ATTACH_ONLY the file must
- * exist and be initialised. Attaching validates magic, layout version, the
+ * With STATEBUS_CREATE, a missing file is created exclusively (O_EXCL,
+ * mode 0640, chgrp'd to params->group when given) and, like an
+ * uninitialised one, initialised from `params` (NULL or zero fields =
+ * defaults) under an exclusive flock, the magic being published last; an
+ * existing region is attached and its capacities ignored (params->group is
+ * still applied to a file the caller owns). With STATEBUS_ATTACH_ONLY the
+ * file must exist and be initialised; STATEBUS_READ_ONLY attaches read-only.
+ * Ownership (DESIGN §9 "Region ownership"): no symlink is followed at the
+ * path, nor a symlinked directory on the way unless root owns the link; an
+ * existing file must be a regular file with one link, not writable by
+ * group or other, and owned by the effective uid — read-only: by the
+ * caller, root or in one of the caller's groups, or any owner when the
+ * caller is root. Otherwise SY_EPERM with a message naming the fix
+ * (`syctl destroy`, chown, chmod); a refused file is never written.
+ * Attaching validates magic, layout version, the
  * total size against the file size and every table's offset and size.
  * The region is mapped MAP_SHARED; it survives the exit of every process.
  * On success *out is a new handle (close with statebus_region_close()).
  * Errors: SY_EINVAL (bad arguments/params), SY_ERANGE (params over limits),
- * SY_ENOENT (absent, attach-only), SY_EBUSY (exists but uninitialised,
+ * SY_EPERM (refused file or directory, or no permission to open it),
+ * SY_ENOENT (absent, attach-only; or params->group does not exist), SY_EBUSY (exists but uninitialised,
  * attach-only), SY_EMALFORMED (corrupt header), SY_EVERSION (other layout
  * version: "region <path> has layout version X, this build knows Y; run
  * `syctl destroy`"), SY_EIO (system call failed), SY_ENOMEM. */
@@ -91,7 +102,7 @@ void *statebus_ptr(const struct statebus_region *r, uint64_t off, uint64_t size)
  * until acquired, else returns SY_EBUSY when another process holds it.
  * On acquisition, records left mid-write (odd seqlock) by a killed writer
  * are repaired: their contents are cleared and the seqlock made even.
- * Errors: SY_EBUSY, SY_EIO. */
+ * Errors: SY_EBUSY, SY_EPERM (read-only handle), SY_EIO. */
 int statebus_writer_lock(struct statebus_region *r, bool wait);
 void statebus_writer_unlock(struct statebus_region *r);
 
@@ -123,7 +134,8 @@ uint64_t statebus_root_get(const struct statebus_region *r, unsigned idx);
  * (pid, start time from /proc/self/stat field 22, role, idle epoch). The
  * slot index also names the process's in-flight row. One slot per handle.
  * Errors: SY_EEXIST (handle already has a slot; *slot set to it),
- * SY_ENOSPC (every slot taken — try statebus_procs_reap()), SY_EIO. */
+ * SY_ENOSPC (every slot taken — try statebus_procs_reap()), SY_EPERM
+ * (read-only handle), SY_EIO. */
 int statebus_proc_claim(struct statebus_region *r, enum statebus_proc_role role, uint32_t *slot);
 
 /* Releases the handle's slot: zeroes its in-flight row, then frees it.

@@ -48,6 +48,7 @@ START_TEST(test_defaults_match_the_design_sketch)
 	ck_assert_int_eq(cfg.log.level, 1); /* SY_LOG_INFO */
 	ck_assert_int_eq(cfg.log.format, 0); /* SY_LOG_TEXT */
 	ck_assert_str_eq(cfg.state.shm_path, "/dev/shm/switchyard");
+	ck_assert_ptr_null(cfg.state.group);
 	ck_assert_uint_eq(cfg.n_workers, 0);
 	ck_assert_str_eq(cfg.router.host, "127.0.0.1");
 	ck_assert_int_eq(cfg.router.port, 30000);
@@ -81,8 +82,8 @@ static const char full_yaml[] =
 	"# every key of the schema\n"
 	"model_id: llama-3\n"
 	"log: {level: debug, format: json}\n"
-	"state:\n"
-	"  shm_path: /dev/shm/sy-test\n"
+	"state: {group: switchyard,\n"
+	"  shm_path: /dev/shm/sy-test}\n"
 	"workers:\n"
 	"  - url: HTTP://10.0.0.1:30001/\n"
 	"    role: plain\n"
@@ -123,6 +124,7 @@ START_TEST(test_full_valid_file_sets_every_key)
 	ck_assert_int_eq(cfg.log.level, 0);
 	ck_assert_int_eq(cfg.log.format, 1);
 	ck_assert_str_eq(cfg.state.shm_path, "/dev/shm/sy-test");
+	ck_assert_str_eq(cfg.state.group, "switchyard");
 	ck_assert_uint_eq(cfg.n_workers, 4);
 	ck_assert_str_eq(cfg.workers[0].url, "http://10.0.0.1:30001");
 	ck_assert_int_eq(cfg.workers[0].role, SY_ROLE_PLAIN);
@@ -430,6 +432,31 @@ START_TEST(test_shm_path_must_be_absolute_and_fit_the_region_path)
 }
 END_TEST
 
+START_TEST(test_state_group_from_file_and_flag_must_be_a_group_name)
+{
+	ck_assert_int_eq(load("state: {shm_path: /dev/shm/t1, group: switchyard}\n"), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_OK);
+	ck_assert_str_eq(cfg.state.group, "switchyard");
+	ck_assert_int_eq(flag("statebus", "--shm-group", "sy-readers"), SY_OK);
+	ck_assert_str_eq(cfg.state.group, "sy-readers");
+	ck_assert_int_eq(flag("router", "--shm-group", "machine$"), SY_OK);
+	ck_assert_str_eq(cfg.state.group, "machine$");
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(load("state: {group: ~}\n"), SY_OK);
+	ck_assert_ptr_null(cfg.state.group);
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(load("state: {group: ../etc}\n"), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "t.yaml:1:16: state.group: must be a group name (letters, "
+				  "digits, '_', '-', '.'; at most 32 bytes)");
+	static const char *const bad[] = {"-x", "a b", "a:b", "a$b",
+					  "abcdefghijklmnopqrstuvwxyz0123456"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(flag("statebus", "--shm-group", bad[i]) == SY_ECONFIG, "%s", bad[i]);
+}
+END_TEST
+
 START_TEST(test_cross_field_checks_fail_with_key_and_position)
 {
 	ck_assert_int_eq(load("router:\n  tokenizer:\n    kind: hf\n"), SY_OK);
@@ -723,6 +750,7 @@ int main(void)
 	tcase_add_test(tc, test_worker_model_defaults_to_model_id_after_flags);
 	tcase_add_test(tc, test_control_endpoint_derives_from_shm_path_unless_given);
 	tcase_add_test(tc, test_shm_path_must_be_absolute_and_fit_the_region_path);
+	tcase_add_test(tc, test_state_group_from_file_and_flag_must_be_a_group_name);
 	tcase_add_test(tc, test_cross_field_checks_fail_with_key_and_position);
 	suite_add_tcase(s, tc);
 

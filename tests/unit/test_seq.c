@@ -10,7 +10,7 @@
 
 struct drive {
 	struct statebus_stream s;
-	int applied[16];   /* seqs applied, in order */
+	int64_t applied[16]; /* seqs applied, in order */
 	int n_applied;
 	int clears;        /* rank clears (reset or restart) */
 };
@@ -23,12 +23,14 @@ static void feed(struct drive *d, int64_t seq)
 		/* applied anyway (no replay) */
 		__attribute__((fallthrough));
 	case SBD_SEQ_APPLY:
-		d->applied[d->n_applied++] = (int)seq;
+		if (d->n_applied < 16)
+			d->applied[d->n_applied++] = seq;
 		sbd_seq_commit(&d->s, seq);
 		break;
 	case SBD_SEQ_RESTART:
 		d->clears++;
-		d->applied[d->n_applied++] = (int)seq;
+		if (d->n_applied < 16)
+			d->applied[d->n_applied++] = seq;
 		sbd_seq_commit(&d->s, seq);
 		break;
 	case SBD_SEQ_RESET:
@@ -194,6 +196,84 @@ START_TEST(test_resubscribe_starts_the_stream_over)
 }
 END_TEST
 
+/* The last int64 seq, then 0: a publisher restart, not a gap of 2^63
+ * batches (cursor + 1 would overflow there). */
+START_TEST(test_seq_zero_after_int64_max_is_a_restart_not_a_gap)
+{
+	struct drive d = fresh();
+	feed(&d, INT64_MAX - 1);
+	feed(&d, INT64_MAX);
+	ck_assert_int_eq(d.s.cursor, INT64_MAX);
+	ck_assert_uint_eq(d.s.gaps, 0);
+	ck_assert_uint_eq(d.s.missing, 0);
+	feed(&d, 0);
+	ck_assert_int_eq(d.clears, 1);
+	ck_assert_uint_eq(d.s.resets, 1);
+	ck_assert_uint_eq(d.s.gaps, 0);
+	ck_assert_uint_eq(d.s.missing, 0);
+	ck_assert_int_eq(d.s.cursor, 0);
+	ck_assert(!d.s.untrusted);
+	feed(&d, 1);
+	ck_assert_int_eq(d.s.cursor, 1);
+	ck_assert_uint_eq(d.s.skipped, 0);
+}
+END_TEST
+
+/* A small seq other than 0 behind INT64_MAX is stale (skipped), and a
+ * duplicate of INT64_MAX is too: no verdict forms cursor + 1. */
+START_TEST(test_seqs_behind_int64_max_are_skipped_without_overflow)
+{
+	struct drive d = fresh();
+	feed(&d, INT64_MAX);
+	feed(&d, INT64_MAX);
+	feed(&d, 1);
+	ck_assert_uint_eq(d.s.skipped, 2);
+	ck_assert_uint_eq(d.s.gaps, 0);
+	ck_assert_uint_eq(d.s.missing, 0);
+	ck_assert_int_eq(d.s.cursor, INT64_MAX);
+}
+END_TEST
+
+/* The widest gaps of the int64 range: 0 then INT64_MAX loses INT64_MAX - 1
+ * batches; the counter saturates instead of wrapping. */
+START_TEST(test_widest_gap_counts_exactly_and_missing_saturates)
+{
+	struct drive d = fresh();
+	feed(&d, 0);
+	feed(&d, INT64_MAX);
+	ck_assert_uint_eq(d.s.gaps, 1);
+	ck_assert_uint_eq(d.s.missing, (uint64_t)INT64_MAX - 1);
+	ck_assert_int_eq(d.s.cursor, INT64_MAX);
+	for (int i = 0; i < 3; i++) {
+		feed(&d, 0); /* restart */
+		feed(&d, INT64_MAX);
+	}
+	ck_assert_uint_eq(d.s.gaps, 4);
+	ck_assert_uint_eq(d.s.missing, UINT64_MAX);
+	ck_assert_uint_eq(d.s.resets, 3);
+	/* a gap reported up to a seq not ahead of the cursor counts nothing */
+	sbd_seq_gap_lost(&d.s, INT64_MAX);
+	sbd_seq_gap_lost(&d.s, INT64_MIN);
+	ck_assert_uint_eq(d.s.gaps, 4);
+}
+END_TEST
+
+/* Negative seqs other than END_SEQ (u64 above INT64_MAX on the wire) are
+ * skipped whatever the cursor, INT64_MIN included. */
+START_TEST(test_negative_seqs_are_skipped_at_any_cursor)
+{
+	struct drive d = fresh();
+	feed(&d, INT64_MIN);
+	ck_assert_int_eq(d.s.cursor, -1);
+	feed(&d, INT64_MAX);
+	feed(&d, INT64_MIN);
+	feed(&d, -2);
+	ck_assert_uint_eq(d.s.skipped, 3);
+	ck_assert_int_eq(d.s.cursor, INT64_MAX);
+	ck_assert_uint_eq(d.s.missing, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("seq");
@@ -207,6 +287,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_in_order_stream_counts_nothing);
 	tcase_add_test(tc, test_partial_when_the_first_batch_is_not_seq_0);
 	tcase_add_test(tc, test_resubscribe_starts_the_stream_over);
+	tcase_add_test(tc, test_seq_zero_after_int64_max_is_a_restart_not_a_gap);
+	tcase_add_test(tc, test_seqs_behind_int64_max_are_skipped_without_overflow);
+	tcase_add_test(tc, test_widest_gap_counts_exactly_and_missing_saturates);
+	tcase_add_test(tc, test_negative_seqs_are_skipped_at_any_cursor);
 	suite_add_tcase(s, tc);
 	return s;
 }
