@@ -253,6 +253,8 @@ static json_t *worker_json(uint32_t slot, const struct statebus_worker *w, uint6
 	json_object_set_new(e, "state", json_string(NAME_OF(state_names, w->state)));
 	json_object_set_new(e, "model", json_string(w->model));
 	json_object_set_new(e, "role", json_string(NAME_OF(role_names, w->role)));
+	json_object_set_new(e, "engine", json_string(w->engine == STATEBUS_ENGINE_VLLM ? "vllm"
+										       : "sglang"));
 	json_object_set_new(e, "healthy", json_boolean(w->healthy));
 	json_object_set_new(e, "health_failures", json_integer(w->health_failures));
 	json_object_set_new(e, "health_checked_age_ms",
@@ -322,8 +324,9 @@ static void worker_row(uint32_t slot, const struct statebus_worker *w, void *arg
 		snprintf(kv, sizeof(kv), "block %u%s", w->kv_block_size, w->kv_bigram ? " bigram" : "");
 	else
 		snprintf(kv, sizeof(kv), "no cache signal");
-	printf("%4u %5u %-8s %-7s %-9s %3u %-5s %-20s %s\n", slot, w->generation,
+	printf("%4u %5u %-8s %-7s %-6s %-9s %3u %-5s %-20s %s\n", slot, w->generation,
 	       NAME_OF(state_names, w->state), NAME_OF(role_names, w->role),
+	       w->engine == STATEBUS_ENGINE_VLLM ? "vllm" : "sglang",
 	       w->healthy ? "healthy" : "unhealthy", w->dp_size, w->bootstrap_port ? "yes" : "-", kv,
 	       w->id);
 }
@@ -332,8 +335,8 @@ static int cmd_workers(struct statebus_region *r, const struct syctl_opts *o)
 {
 	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
 	if (!o->json)
-		printf("%4s %5s %-8s %-7s %-9s %3s %-5s %-20s %s\n", "SLOT", "GEN", "STATE", "ROLE",
-		       "HEALTH", "DP", "BOOT", "KV", "WORKER");
+		printf("%4s %5s %-8s %-7s %-6s %-9s %3s %-5s %-20s %s\n", "SLOT", "GEN", "STATE",
+		       "ROLE", "ENGINE", "HEALTH", "DP", "BOOT", "KV", "WORKER");
 	for_each_worker(r, worker_row, &c);
 	if (o->json) {
 		json_t *t = json_object();

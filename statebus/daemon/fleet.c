@@ -138,6 +138,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	set_str(rec.model, sizeof(rec.model), cw->model ? cw->model : d->cfg.model_id);
 	rec.role = (uint8_t)cw->role;
 	rec.bootstrap_port = (uint16_t)cw->bootstrap_port;
+	rec.engine = cw->engine == SY_ENGINE_VLLM ? STATEBUS_ENGINE_VLLM : STATEBUS_ENGINE_SGLANG;
 	rec.healthy = 1;
 	rec_apply_kv(&rec, &cw->kv_events);
 	if (rec.dp_size > d->max_ranks)
@@ -169,6 +170,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	}
 	kv_copy(&w->kv, &cw->kv_events);
 	w->cfg_role_set = cw->role != 0;
+	w->cfg_engine = cw->engine;
 	w->model_from_engine = cw->model_default ||
 			       (cw->model == NULL &&
 				strcmp(d->cfg.model_id, SY_CONFIG_DEFAULT_MODEL_ID) == 0);

@@ -31,6 +31,7 @@
 #include "seq.h"
 #include "statebus-query.h"
 #include "statebus.h"
+#include "vllm.h"
 #include "wire.h"
 
 #define SBD_HELD_MAX 1024        /* live batches held during a replay (pump depth, §10) */
@@ -86,6 +87,8 @@ struct sbd_worker {
 	struct statebus_worker rec;     /* last record written to the table */
 	struct sy_config_kv_events kv;  /* configured KV facts (strings owned) */
 	bool cfg_role_set;              /* role came from the configuration */
+	int cfg_engine;                 /* enum sy_engine_kind from the configuration
+	                                   (AUTO: discovered) */
 	bool model_from_engine;         /* no model configured: take /server_info's
 	                                   served_model_name / model_path */
 	uint64_t order;                 /* registration order (adopted, configured,
@@ -113,6 +116,8 @@ struct sbd {
 	uint32_t n_slots;
 	uint32_t max_ranks;
 	struct sbd_kv_decoder dec;
+	struct sbd_vmap vmap;           /* vLLM engine id → own id, every vLLM worker */
+	struct sbd_vllm_scratch vscr;
 	/* Block size agreed per model, and the registration order of the
 	 * worker that set it (the earliest-registered discovered one wins). */
 	struct { char model[STATEBUS_MODEL_MAX]; uint32_t block_size; uint64_t order; } *models;
@@ -171,6 +176,8 @@ void sbd_apply_clear_rank(struct sbd *d, struct sbd_worker *w, uint32_t k);
 void sbd_apply_clear_worker(struct sbd *d, uint32_t slot);
 /* Empties the index at start-up (bumps the incarnation). */
 void sbd_apply_reset(struct sbd *d);
+/* Allocates the vLLM id map (statebus.vllm_map_blocks). SY_ENOMEM. */
+int sbd_apply_init(struct sbd *d);
 /* Decodes and stores a LoadStat payload for rank k of `w`. */
 void sbd_apply_load(struct sbd *d, struct sbd_worker *w, uint32_t k, const uint8_t *payload,
 		    size_t len, uint64_t now);

@@ -20,8 +20,9 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 4u /* 2: radix index tables; 3: + streams table;
-                                     4: + affinity store (entries, stripe locks) */
+#define STATEBUS_LAYOUT_VERSION 5u /* 2: radix index tables; 3: + streams table;
+                                     4: + affinity store (entries, stripe locks);
+                                     5: + worker engine kind, scraped load */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -151,6 +152,14 @@ enum statebus_worker_role {
 	STATEBUS_WORKER_DECODE = 2,
 };
 
+/* Which engine a worker runs (DESIGN.md §9 "Engine kinds"): how its KV
+ * events are indexed (SGLang ids directly; vLLM blocks re-hashed from their
+ * token_ids) and where its load comes from (LoadStat; scraped /metrics). */
+enum statebus_engine_kind {
+	STATEBUS_ENGINE_SGLANG = 0,
+	STATEBUS_ENGINE_VLLM = 1,
+};
+
 /* Why a worker's KV events are not indexed (0 = accepted). */
 enum statebus_kv_rejected {
 	STATEBUS_KV_OK = 0,
@@ -186,7 +195,8 @@ struct statebus_worker {
 	char kv_endpoint_host[STATEBUS_HOST_MAX];
 	char kv_topic[STATEBUS_TOPIC_MAX];
 	uint32_t health_failures;     /* consecutive failed checks */
-	uint32_t reserved0;
+	uint8_t engine;               /* enum statebus_engine_kind */
+	uint8_t reserved0[3];
 	uint64_t health_checked_ns;   /* CLOCK_MONOTONIC of the last check, 0 = never */
 };
 
