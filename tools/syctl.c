@@ -17,7 +17,7 @@
  *   index [--worker URL]
  *                      radix index occupancy, counters, blocks per tier of
  *                      each (worker, DP rank)
- *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]
+ *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]
  *   match --hashes h1,h2,...
  *                      per-(worker, rank) contiguous prefix depth in blocks
  *                      (tokens hashed with the SGLang chain; block size and
@@ -90,7 +90,7 @@ static void usage(FILE *f)
 		"          destroy | header | workers | load | inflight | readers | streams\n"
 		"          affinity\n"
 		"          index [--worker URL]\n"
-		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]\n"
+		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]\n"
 		"          match --hashes h1,h2,...\n"
 		"--shm PATH   region file (default %s)\n"
 		"--json       machine-readable output (stable shapes)\n",
@@ -662,7 +662,7 @@ int main(int argc, char **argv)
 	memset(&o.params, 0, sizeof(o.params));
 	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE,
 	       OPT_INDEX_NODES, OPT_WORKER, OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM,
-	       OPT_SALT };
+	       OPT_SALT, OPT_LORA };
 	static const struct option longopts[] = {
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
@@ -679,6 +679,7 @@ int main(int argc, char **argv)
 		{"block-size", required_argument, NULL, OPT_KV_BLOCK},
 		{"bigram", no_argument, NULL, OPT_BIGRAM},
 		{"salt", required_argument, NULL, OPT_SALT},
+		{"lora", required_argument, NULL, OPT_LORA},
 		{NULL, 0, NULL, 0},
 	};
 	int c, li = -1;
@@ -702,6 +703,7 @@ int main(int argc, char **argv)
 		case OPT_HASHES: o.hashes = optarg; break;
 		case OPT_BIGRAM: o.bigram = true; break;
 		case OPT_SALT: o.salt = optarg; break;
+		case OPT_LORA: o.lora = optarg; break;
 		case OPT_KV_BLOCK:
 			bad = parse_u32("block-size", optarg, &o.block_size);
 			if (!bad && o.block_size == 0) {
