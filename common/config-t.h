@@ -272,6 +272,7 @@ struct sy_config_statebus {
 	int heartbeat_interval_ms;    /* statebus heartbeat in the region header */
 	int affinity_sweep_interval_secs; /* affinity idle-expiry sweep period (statebus,
 	                                     or the router master without one); 60 */
+	int metrics_interval_ms;      /* scrape period of vLLM workers' /metrics; 0 = off */
 	int vllm_map_blocks;          /* capacity of the vLLM engine id → own id map in
 	                                 blocks, all vLLM workers together (68 B each) */
 };

@@ -317,6 +317,7 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, replay_timeout_ms, 10, 600000, 2000, 0),
 	SY_CFG_INT_F(B, heartbeat_interval_ms, 10, 60000, 1000, 0),
 	SY_CFG_INT_F(B, affinity_sweep_interval_secs, 1, 86400, 60, 0),
+	SY_CFG_INT_F(B, metrics_interval_ms, 0, 3600000, 500, 0),
 	SY_CFG_INT_F(B, vllm_map_blocks, 16, 1 << 26, 131072, 0),
 };
 static const struct sy_cfg_section statebus_section =

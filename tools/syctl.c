@@ -366,7 +366,8 @@ static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
 		if (fresh)
 			printf("%4u %-7s %7" PRIu64 " %7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %-6s %s\n",
 			       slot, "fresh", v.num_running_reqs, v.num_waiting_reqs, v.num_tokens,
-			       v.max_total_num_tokens, v.native ? "v3" : "basic", w->id);
+			       v.max_total_num_tokens, v.scraped ? "scrape" : v.native ? "v3" : "basic",
+			       w->id);
 		else
 			printf("%4u %-7s %7s %7s %10s %10s %-6s %s\n", slot,
 			       NAME_OF(load_reason_names, v.reason), "?", "?", "?", "?", "-", w->id);
@@ -392,6 +393,28 @@ static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
 			    fresh && v.has_throughput ? json_real(v.prefill_tokens_per_s) : json_null());
 	json_object_set_new(e, "captured_age_ms",
 			    maybe_u64(fresh, (c->now - v.captured_at_ns) / 1000000u));
+	/* vLLM: the scraped /metrics view (its own records, same freshness) */
+	if (w->engine == STATEBUS_ENGINE_VLLM) {
+		json_t *sc = json_object();
+		bool sfresh = fresh && v.scraped;
+		uint64_t prompt = 0, gen = 0;
+		for (uint32_t k = 0; k < w->dp_size && sfresh; k++) {
+			struct statebus_load_report rep;
+			if (statebus_load_read_rank(c->r, slot, k, &rep) == SY_OK) {
+				prompt += rep.scraped.prompt_tokens;
+				gen += rep.scraped.generation_tokens;
+			}
+		}
+		json_object_set_new(sc, "status", json_string(sfresh ? "fresh"
+							      : fresh ? "not_scraped"
+							      : NAME_OF(load_reason_names, v.reason)));
+		json_object_set_new(sc, "num_requests_running", maybe_u64(sfresh, v.num_running_reqs));
+		json_object_set_new(sc, "num_requests_waiting", maybe_u64(sfresh, v.num_waiting_reqs));
+		json_object_set_new(sc, "kv_cache_usage", sfresh ? json_real(v.kv_usage) : json_null());
+		json_object_set_new(sc, "prompt_tokens_total", maybe_u64(sfresh, prompt));
+		json_object_set_new(sc, "generation_tokens_total", maybe_u64(sfresh, gen));
+		json_object_set_new(e, "scraped", sc);
+	}
 	json_t *ranks = json_array();
 	for (uint32_t k = 0; k < w->dp_size; k++) {
 		struct statebus_load_report rep;
@@ -408,6 +431,7 @@ static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
 			json_object_set_new(re, "num_used_tokens", json_integer(rep.num_tokens));
 			json_object_set_new(re, "max_total_num_tokens", json_integer(rep.max_total_num_tokens));
 			json_object_set_new(re, "v3", json_boolean(rep.flags & STATEBUS_LOAD_HAS_V3));
+			json_object_set_new(re, "scraped", json_boolean(rep.flags & STATEBUS_LOAD_SCRAPED));
 		}
 		json_array_append_new(ranks, re);
 	}

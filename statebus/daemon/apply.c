@@ -16,6 +16,9 @@
  * re-hashed is counted by its reason and skipped; a map entry evicted for
  * room is un-indexed, so no block stays indexed that could not be removed.
  */
+#include <stdlib.h>
+
+#include "common/clock.h"
 #include "common/log.h"
 #include "sbd.h"
 #include "statebus-counters.h"
@@ -196,4 +199,45 @@ void sbd_apply_load(struct sbd *d, struct sbd_worker *w, uint32_t k, const uint8
 	rc = statebus_load_write(d->r, w->slot, w->gen, k, &rep);
 	if (rc == SY_OK)
 		statebus_counter_add(d->r, STATEBUS_CTR_LOAD_REPORTS, 1);
+}
+
+void sbd_scrape_result(struct sbd *d, const struct sbd_http_result *res)
+{
+	if (res->slot >= d->n_slots || !d->w[res->slot].used || d->w[res->slot].gen != res->gen)
+		return;
+	struct sbd_worker *w = &d->w[res->slot];
+	w->scrape_inflight = false;
+	uint64_t t0 = sy_mono_ns();
+	struct sbd_vllm_metrics *m = malloc(sizeof(*m));
+	int rc = res->ok && m ? sbd_vllm_metrics_parse(res->body, res->len, m) : SY_EIO;
+	if (rc != SY_OK) {
+		statebus_counter_add(d->r, STATEBUS_CTR_LOAD_SCRAPE_FAILURES, 1);
+		sy_debug("scrape of %s/metrics: %s", w->rec.id,
+			 res->ok ? "no vllm:num_requests_* samples" : res->error);
+		free(m);
+		return;
+	}
+	uint32_t written = 0;
+	for (uint32_t k = 0; k < w->rec.dp_size; k++) {
+		struct statebus_load_report rep;
+		if (!sbd_vllm_metrics_report(m, k, t0, &rep))
+			continue;
+		if (statebus_load_write(d->r, w->slot, w->gen, k, &rep) == SY_OK)
+			written++;
+	}
+	free(m);
+	if (written == 0)
+		statebus_counter_add(d->r, STATEBUS_CTR_LOAD_SCRAPE_FAILURES, 1);
+	else
+		statebus_counter_add(d->r, STATEBUS_CTR_LOAD_SCRAPES, 1);
+	uint64_t apply_ns = sy_mono_ns() - t0;
+	d->scrapes++;
+	d->scrape_http_us += res->total_us;
+	d->scrape_apply_ns += apply_ns;
+	sy_debug("scrape of %s/metrics: %zu bytes, %u of %u ranks, HTTP %llu us, parse+write %llu "
+		 "ns (mean over %llu scrapes: HTTP %llu us, parse+write %llu ns)",
+		 w->rec.id, res->len, written, (unsigned)w->rec.dp_size,
+		 (unsigned long long)res->total_us, (unsigned long long)apply_ns,
+		 (unsigned long long)d->scrapes, (unsigned long long)(d->scrape_http_us / d->scrapes),
+		 (unsigned long long)(d->scrape_apply_ns / d->scrapes));
 }

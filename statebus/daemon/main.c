@@ -188,7 +188,11 @@ static void take_http(struct sbd *d)
 	while (sbd_http_take(d->http, &res)) {
 		if (res.kind == SBD_HTTP_DISCOVER)
 			sbd_fleet_discovered(d, res.slot, res.gen, res.ok ? res.body : NULL, res.len,
-					     res.error);
+					     res.error, res.status);
+		else if (res.kind == SBD_HTTP_VLLM_MODELS || res.kind == SBD_HTTP_VLLM_VERSION)
+			sbd_fleet_vllm_discovered(d, &res);
+		else if (res.kind == SBD_HTTP_METRICS)
+			sbd_scrape_result(d, &res);
 		else
 			sbd_fleet_health(d, res.slot, res.gen, res.ok, res.error);
 		free(res.body);

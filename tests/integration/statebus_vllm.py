@@ -20,6 +20,7 @@ Run with /usr/bin/python3 (Debian's python3-zmq and python3-msgpack).
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -57,18 +58,20 @@ class Mock:
 
     def __init__(self, name, *extra):
         self.name = name
-        self.port = free_port()
-        self.kv = free_port()
-        self.replay = free_port()
         self.log = open(os.path.join(TMP, name + ".log"), "w")
-        self.p = subprocess.Popen(
-            [MOCK, "--engine", "vllm", "--port", str(self.port), "--kv-port", str(self.kv),
-             "--replay-port", str(self.replay), "--block-size", str(BS), "--model", "base-m",
-             "--lora-modules", "sql-lora,chat-lora", "--seed", "7"] + list(extra),
-            stdout=self.log, stderr=self.log)
-        procs.append(self.p)
+        for _ in range(5):  # a port taken meanwhile (by a client socket): new ports
+            self.port, self.kv, self.replay = free_port(), free_port(), free_port()
+            self.p = subprocess.Popen(
+                [MOCK, "--engine", "vllm", "--port", str(self.port), "--kv-port", str(self.kv),
+                 "--replay-port", str(self.replay), "--block-size", str(BS), "--model",
+                 "base-m", "--lora-modules", "sql-lora,chat-lora", "--seed", "7"] + list(extra),
+                stdout=self.log, stderr=self.log)
+            procs.append(self.p)
+            if wait_for(name + " up", lambda: self.p.poll() is not None or
+                        self.get("/version")[0] == 200) and self.p.poll() is None:
+                break
+        check(self.p.poll() is None, name + " did not start")
         self.url = "http://127.0.0.1:%d" % self.port
-        wait_for(name + " up", lambda: self.get("/version")[0] == 200)
 
     def get(self, path):
         try:
@@ -306,26 +309,34 @@ def main():
     check(depth(p, a.url) == 10, "A unaffected by the fake's clear")
 
     # 5. scraped load (when the statebus scrapes vLLM's /metrics)
-    if os.environ.get("SY_VLLM_EXPECT_SCRAPE", "0") == "1":
+    if os.environ.get("SY_VLLM_EXPECT_SCRAPE", "1") == "1":
         def scraped():
             for x in syctl("load")["workers"]:
-                if x["worker"] == a.url and x.get("scraped", {}).get("status") == "fresh":
+                sc = x.get("scraped", {})
+                if x["worker"] == a.url and sc.get("status") == "fresh" and \
+                        sc["prompt_tokens_total"] >= len(p) + len(q) and sc["kv_cache_usage"] > 0:
                     return x
             return None
-        x = wait_for("A's scraped load fresh", scraped, timeout=10)
+        # a scrape after the traffic above: A's counters and cache usage
+        x = wait_for("A's scraped load fresh and counting", scraped, timeout=10)
         check(x["scraped"]["num_requests_running"] == 0, x)
-        check(0 <= x["scraped"]["kv_cache_usage"] <= 1, x)
-        check(x["scraped"]["prompt_tokens_total"] > 0, x)
+        check(x["scraped"]["num_requests_waiting"] == 0, x)
+        check(0 < x["scraped"]["kv_cache_usage"] <= 1, x)
+        check(x["scraped"]["generation_tokens_total"] > 0, x)
+        check(x["ranks"][0]["scraped"] and x["fresh"], x)
+        check(x["max_total_num_tokens"] == 65536, x)  # num_gpu_blocks × block_size
         for y in syctl("load")["workers"]:
             if y["worker"] == f.url:
                 check(y.get("scraped", {}).get("status") != "fresh",
                       "no /metrics on the fake: its scraped load must be unknown: %r" % y)
     print("statebus_vllm: ok")
+    return True
 
 
 if __name__ == "__main__":
+    ok = False
     try:
-        main()
+        ok = main()
     finally:
         sytest.stop_procs(procs)
         for p in (SHM, SHM + ".ctl"):
@@ -334,3 +345,5 @@ if __name__ == "__main__":
             except OSError:
                 pass
         subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
+        if ok:
+            shutil.rmtree(TMP, ignore_errors=True)
