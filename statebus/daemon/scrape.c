@@ -69,9 +69,13 @@ int sbd_vllm_metrics_parse(const char *body, size_t len, struct sbd_vllm_metrics
 		p = nl ? nl + 1 : end;
 		if (le == line || *line == '#')
 			continue;
+		if ((size_t)(le - line) < 10 || memcmp(line, "vllm:", 5) != 0)
+			continue;
 		int m = -1;
 		size_t nlen = 0;
 		for (int i = 0; i < M_N; i++) {
+			if (line[5] != names[i][5])
+				continue; /* cheap reject: the first character after "vllm:" */
 			size_t l = strlen(names[i]);
 			if ((size_t)(le - line) > l && memcmp(line, names[i], l) == 0 &&
 			    (line[l] == '{' || line[l] == ' ')) {
