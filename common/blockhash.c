@@ -37,6 +37,8 @@ _Static_assert(SHA256_DIGEST_LENGTH == SY_BLOCKHASH_DIGEST_LEN,
 	       "page digest is a SHA-256 digest");
 
 #define SALT_DOMAIN "sglang-cache-salt-v1"
+#define LORA_DOMAIN "switchyard-lora-v1"
+#define EXTRA_DOMAIN "switchyard-extra-v1"
 
 /* Tokens packed per SHA256_Update when a copy is needed (1 KiB of stack). */
 #define PACK_TOKENS 256
@@ -67,6 +69,34 @@ void sy_blockhash_salt_seed(const void *salt, size_t salt_len,
 	SHA256_Update(&ctx, &zero, 1);
 	if (salt_len)
 		SHA256_Update(&ctx, salt, salt_len);
+	SHA256_Final(out->b, &ctx);
+}
+
+void sy_blockhash_lora_seed(const void *name, size_t len, struct sy_blockhash_digest *out)
+{
+	static const uint8_t zero = 0;
+	SHA256_CTX ctx;
+
+	SHA256_Init(&ctx);
+	SHA256_Update(&ctx, LORA_DOMAIN, sizeof(LORA_DOMAIN) - 1);
+	SHA256_Update(&ctx, &zero, 1);
+	if (len)
+		SHA256_Update(&ctx, name, len);
+	SHA256_Final(out->b, &ctx);
+}
+
+void sy_blockhash_fold(const struct sy_blockhash_digest *d, const void *bytes, size_t len,
+		       struct sy_blockhash_digest *out)
+{
+	static const uint8_t zero = 0;
+	SHA256_CTX ctx;
+
+	SHA256_Init(&ctx);
+	SHA256_Update(&ctx, d->b, sizeof(d->b));
+	SHA256_Update(&ctx, EXTRA_DOMAIN, sizeof(EXTRA_DOMAIN) - 1);
+	SHA256_Update(&ctx, &zero, 1);
+	if (len)
+		SHA256_Update(&ctx, bytes, len);
 	SHA256_Final(out->b, &ctx);
 }
 

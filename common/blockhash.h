@@ -69,6 +69,24 @@ int sy_blockhash_params_init(struct sy_blockhash_params *p, uint32_t block_size,
 void sy_blockhash_salt_seed(const void *salt, size_t salt_len,
 			    struct sy_blockhash_digest *out);
 
+/* Namespaces (switchyard's own, not an engine format; docs/statebus.md
+ * "vLLM engines"). Blocks of a LoRA adapter live in their own chain: its
+ * first page's "previous digest" is the seed
+ *   SHA-256("switchyard-lora-v1" ‖ 0x00 ‖ adapter name bytes)
+ * so the same tokens under two adapters (or none) never share an id. A
+ * router hashing a request for adapter `name` sets params.seed to this
+ * value (has_seed). Writes the seed of the `len` bytes at `name` (borrowed;
+ * may be NULL when len is 0) to `out`. */
+void sy_blockhash_lora_seed(const void *name, size_t len, struct sy_blockhash_digest *out);
+
+/* Folds engine-side extra keys of one page (multimodal hashes, cache salt,
+ * prompt-embedding hashes: opaque bytes) into that page's digest:
+ *   out = SHA-256(d ‖ "switchyard-extra-v1" ‖ 0x00 ‖ bytes)
+ * The chain continues from `out`, so every later page is in the folded
+ * namespace too. `out` may alias `d`; `bytes` may be NULL when len is 0. */
+void sy_blockhash_fold(const struct sy_blockhash_digest *d, const void *bytes, size_t len,
+		       struct sy_blockhash_digest *out);
+
 /* Number of pages for `n_tokens` tokens: ceil(n / block_size) in unigram
  * mode, ceil((n − 1) / block_size) in bigram mode (0 when n < 2).
  * Returns 0 when block_size is 0. */

@@ -52,6 +52,15 @@ enum sy_worker_role {
 	SY_ROLE_DECODE = 2,  /* PD disaggregation: decode stage */
 };
 
+/* workers[].engine: which engine a worker runs (DESIGN.md §9). AUTO: the
+ * statebus discovers it (/server_info → SGLang; else /v1/models and
+ * /version → vLLM). */
+enum sy_engine_kind {
+	SY_ENGINE_AUTO = 0,
+	SY_ENGINE_SGLANG = 1,
+	SY_ENGINE_VLLM = 2,
+};
+
 enum sy_tokenizer_kind {
 	SY_TOKENIZER_BYTES = 0, /* token = UTF-8 byte value */
 	SY_TOKENIZER_HF = 1,    /* HF tokenizer.json under tokenizer.path */
@@ -81,6 +90,7 @@ struct sy_config_worker {
 	                             default) — the statebus then takes the name the
 	                             engine reports in /server_info */
 	int bootstrap_port;       /* PD bootstrap port, 1..65535; 0 absent */
+	int engine;               /* enum sy_engine_kind (auto|sglang|vllm) */
 	struct sy_config_kv_events kv_events;
 	struct sy_config_mark mark; /* the entry's mapping */
 };
@@ -262,6 +272,9 @@ struct sy_config_statebus {
 	int heartbeat_interval_ms;    /* statebus heartbeat in the region header */
 	int affinity_sweep_interval_secs; /* affinity idle-expiry sweep period (statebus,
 	                                     or the router master without one); 60 */
+	int metrics_interval_ms;      /* scrape period of vLLM workers' /metrics; 0 = off */
+	int vllm_map_blocks;          /* capacity of the vLLM engine id → own id map in
+	                                 blocks, all vLLM workers together (68 B each) */
 };
 
 struct sy_config {

@@ -242,6 +242,7 @@ static int hook_header_name(const char *in, size_t len, char **out, const char *
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
+static const char *const engine_names[] = {"auto", "sglang", "vllm", NULL};
 static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
 /* Same order as enum sy_log_level / sy_log_format (common/log.h). */
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
@@ -269,6 +270,7 @@ static const struct sy_cfg_field worker_fields[] = {
 	SY_CFG_ENUM_F(W, role, role_names, SY_ROLE_PLAIN),
 	SY_CFG_STR_F(W, model, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_INT_F(W, bootstrap_port, 1, 65535, 0, SY_CFG_NULLABLE),
+	SY_CFG_ENUM_F(W, engine, engine_names, SY_ENGINE_AUTO),
 	SY_CFG_MAP_F(W, kv_events, kv_section),
 };
 static const struct sy_cfg_section worker_section =
@@ -348,6 +350,8 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, replay_timeout_ms, 10, 600000, 2000, 0),
 	SY_CFG_INT_F(B, heartbeat_interval_ms, 10, 60000, 1000, 0),
 	SY_CFG_INT_F(B, affinity_sweep_interval_secs, 1, 86400, 60, 0),
+	SY_CFG_INT_F(B, metrics_interval_ms, 0, 3600000, 500, 0),
+	SY_CFG_INT_F(B, vllm_map_blocks, 16, 1 << 26, 131072, 0),
 };
 static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);
@@ -468,6 +472,11 @@ const struct sy_cfg_section *sy_config_schema(void) { return &root_section; }
 const char *sy_worker_role_name(int role)
 {
 	return role >= 0 && role <= SY_ROLE_DECODE ? role_names[role] : "unknown";
+}
+
+const char *sy_engine_kind_name(int kind)
+{
+	return kind >= 0 && kind <= SY_ENGINE_VLLM ? engine_names[kind] : "unknown";
 }
 
 const char *sy_tokenizer_kind_name(int kind)

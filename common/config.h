@@ -151,8 +151,10 @@ void sy_config_free(struct sy_config *cfg);
 struct sy_cfg_section;
 const struct sy_cfg_section *sy_config_schema(void);
 
-/* Names of enum values: "plain"/"prefill"/"decode", "bytes"/"hf"/"off". */
+/* Names of enum values: "plain"/"prefill"/"decode", "bytes"/"hf"/"off",
+ * "auto"/"sglang"/"vllm". */
 const char *sy_worker_role_name(int role);
+const char *sy_engine_kind_name(int kind);
 const char *sy_tokenizer_kind_name(int kind);
 
 /* The policy type names selection runs (reference/policy-defaults.md §1),

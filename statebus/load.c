@@ -121,7 +121,8 @@ int statebus_load_view(const struct statebus_region *r, uint32_t slot, uint64_t 
 		return view_unknown(out, STATEBUS_LOAD_REASON_NO_WORKER, SY_ENOENT);
 	out->dp_size = w.dp_size;
 	out->worker_gen = w.generation;
-	bool native = true, tput = true;
+	bool native = true, tput = true, scraped = true;
+	double usage = 0;
 	uint64_t oldest = UINT64_MAX;
 	for (uint32_t k = 0; k < w.dp_size; k++) {
 		struct statebus_load_report rep;
@@ -136,6 +137,10 @@ int statebus_load_view(const struct statebus_region *r, uint32_t slot, uint64_t 
 		out->num_waiting_reqs += rep.num_waiting_reqs;
 		out->num_tokens += rep.num_tokens;
 		out->max_total_num_tokens += rep.max_total_num_tokens;
+		if (rep.flags & STATEBUS_LOAD_SCRAPED)
+			usage += rep.scraped.kv_usage_ppm / 1e6;
+		else
+			scraped = false;
 		if (!(rep.flags & STATEBUS_LOAD_HAS_V3) || rep.max_total_num_tokens == 0 ||
 		    rep.max_running_requests == 0)
 			native = false;
@@ -159,6 +164,8 @@ int statebus_load_view(const struct statebus_region *r, uint32_t slot, uint64_t 
 	if (!tput)
 		out->prefill_tokens_per_s = 0;
 	out->native = native;
+	out->scraped = scraped && w.dp_size > 0;
+	out->kv_usage = out->scraped ? usage / w.dp_size : 0;
 	out->has_throughput = tput;
 	out->captured_at_ns = oldest;
 	out->status = STATEBUS_LOAD_FRESH;

@@ -202,9 +202,9 @@ struct sb_load_rec {
 	uint32_t num_waiting_reqs;
 	uint32_t num_tokens;
 	uint32_t max_total_num_tokens;
-	uint32_t num_waiting_uncached_tokens;
-	uint32_t num_total_tokens;
-	uint32_t max_running_requests;
+	uint32_t num_waiting_uncached_tokens; /* SCRAPED: kv_usage_ppm */
+	uint32_t num_total_tokens;            /* SCRAPED: prompt_tokens */
+	uint32_t max_running_requests;        /* SCRAPED: generation_tokens */
 	float prefill_tokens_per_s;
 	uint32_t worker_gen;
 	uint32_t reserved;

@@ -55,6 +55,7 @@ static void copy_facts(struct statebus_worker *dst, const struct statebus_worker
 	dst->kv_replay_port_base = w->kv_replay_port_base;
 	dst->load_port_base = w->load_port_base;
 	dst->kv_rejected = w->kv_rejected;
+	dst->engine = w->engine;
 	memcpy(dst->kv_endpoint_host, w->kv_endpoint_host, sizeof(dst->kv_endpoint_host));
 	dst->kv_endpoint_host[sizeof(dst->kv_endpoint_host) - 1] = '\0';
 	memcpy(dst->kv_topic, w->kv_topic, sizeof(dst->kv_topic));

@@ -17,7 +17,7 @@
  *   index [--worker URL]
  *                      radix index occupancy, counters, blocks per tier of
  *                      each (worker, DP rank)
- *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]
+ *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]
  *   match --hashes h1,h2,...
  *                      per-(worker, rank) contiguous prefix depth in blocks
  *                      (tokens hashed with the SGLang chain; block size and
@@ -90,7 +90,7 @@ static void usage(FILE *f)
 		"          destroy | header | workers | load | inflight | readers | streams\n"
 		"          affinity\n"
 		"          index [--worker URL]\n"
-		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]\n"
+		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]\n"
 		"          match --hashes h1,h2,...\n"
 		"--shm PATH   region file (default %s)\n"
 		"--json       machine-readable output (stable shapes)\n"
@@ -263,6 +263,8 @@ static json_t *worker_json(uint32_t slot, const struct statebus_worker *w, uint6
 	json_object_set_new(e, "state", json_string(NAME_OF(state_names, w->state)));
 	json_object_set_new(e, "model", json_string(w->model));
 	json_object_set_new(e, "role", json_string(NAME_OF(role_names, w->role)));
+	json_object_set_new(e, "engine", json_string(w->engine == STATEBUS_ENGINE_VLLM ? "vllm"
+										       : "sglang"));
 	json_object_set_new(e, "healthy", json_boolean(w->healthy));
 	json_object_set_new(e, "health_failures", json_integer(w->health_failures));
 	json_object_set_new(e, "health_checked_age_ms",
@@ -332,8 +334,9 @@ static void worker_row(uint32_t slot, const struct statebus_worker *w, void *arg
 		snprintf(kv, sizeof(kv), "block %u%s", w->kv_block_size, w->kv_bigram ? " bigram" : "");
 	else
 		snprintf(kv, sizeof(kv), "no cache signal");
-	printf("%4u %5u %-8s %-7s %-9s %3u %-5s %-20s %s\n", slot, w->generation,
+	printf("%4u %5u %-8s %-7s %-6s %-9s %3u %-5s %-20s %s\n", slot, w->generation,
 	       NAME_OF(state_names, w->state), NAME_OF(role_names, w->role),
+	       w->engine == STATEBUS_ENGINE_VLLM ? "vllm" : "sglang",
 	       w->healthy ? "healthy" : "unhealthy", w->dp_size, w->bootstrap_port ? "yes" : "-", kv,
 	       w->id);
 }
@@ -342,8 +345,8 @@ static int cmd_workers(struct statebus_region *r, const struct syctl_opts *o)
 {
 	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
 	if (!o->json)
-		printf("%4s %5s %-8s %-7s %-9s %3s %-5s %-20s %s\n", "SLOT", "GEN", "STATE", "ROLE",
-		       "HEALTH", "DP", "BOOT", "KV", "WORKER");
+		printf("%4s %5s %-8s %-7s %-6s %-9s %3s %-5s %-20s %s\n", "SLOT", "GEN", "STATE",
+		       "ROLE", "ENGINE", "HEALTH", "DP", "BOOT", "KV", "WORKER");
 	for_each_worker(r, worker_row, &c);
 	if (o->json) {
 		json_t *t = json_object();
@@ -373,7 +376,8 @@ static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
 		if (fresh)
 			printf("%4u %-7s %7" PRIu64 " %7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %-6s %s\n",
 			       slot, "fresh", v.num_running_reqs, v.num_waiting_reqs, v.num_tokens,
-			       v.max_total_num_tokens, v.native ? "v3" : "basic", w->id);
+			       v.max_total_num_tokens, v.scraped ? "scrape" : v.native ? "v3" : "basic",
+			       w->id);
 		else
 			printf("%4u %-7s %7s %7s %10s %10s %-6s %s\n", slot,
 			       NAME_OF(load_reason_names, v.reason), "?", "?", "?", "?", "-", w->id);
@@ -399,6 +403,28 @@ static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
 			    fresh && v.has_throughput ? json_real(v.prefill_tokens_per_s) : json_null());
 	json_object_set_new(e, "captured_age_ms",
 			    maybe_u64(fresh, (c->now - v.captured_at_ns) / 1000000u));
+	/* vLLM: the scraped /metrics view (its own records, same freshness) */
+	if (w->engine == STATEBUS_ENGINE_VLLM) {
+		json_t *sc = json_object();
+		bool sfresh = fresh && v.scraped;
+		uint64_t prompt = 0, gen = 0;
+		for (uint32_t k = 0; k < w->dp_size && sfresh; k++) {
+			struct statebus_load_report rep;
+			if (statebus_load_read_rank(c->r, slot, k, &rep) == SY_OK) {
+				prompt += rep.scraped.prompt_tokens;
+				gen += rep.scraped.generation_tokens;
+			}
+		}
+		json_object_set_new(sc, "status", json_string(sfresh ? "fresh"
+							      : fresh ? "not_scraped"
+							      : NAME_OF(load_reason_names, v.reason)));
+		json_object_set_new(sc, "num_requests_running", maybe_u64(sfresh, v.num_running_reqs));
+		json_object_set_new(sc, "num_requests_waiting", maybe_u64(sfresh, v.num_waiting_reqs));
+		json_object_set_new(sc, "kv_cache_usage", sfresh ? json_real(v.kv_usage) : json_null());
+		json_object_set_new(sc, "prompt_tokens_total", maybe_u64(sfresh, prompt));
+		json_object_set_new(sc, "generation_tokens_total", maybe_u64(sfresh, gen));
+		json_object_set_new(e, "scraped", sc);
+	}
 	json_t *ranks = json_array();
 	for (uint32_t k = 0; k < w->dp_size; k++) {
 		struct statebus_load_report rep;
@@ -415,6 +441,7 @@ static void load_row(uint32_t slot, const struct statebus_worker *w, void *arg)
 			json_object_set_new(re, "num_used_tokens", json_integer(rep.num_tokens));
 			json_object_set_new(re, "max_total_num_tokens", json_integer(rep.max_total_num_tokens));
 			json_object_set_new(re, "v3", json_boolean(rep.flags & STATEBUS_LOAD_HAS_V3));
+			json_object_set_new(re, "scraped", json_boolean(rep.flags & STATEBUS_LOAD_SCRAPED));
 		}
 		json_array_append_new(ranks, re);
 	}
@@ -669,7 +696,7 @@ int main(int argc, char **argv)
 	memset(&o.params, 0, sizeof(o.params));
 	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE,
 	       OPT_INDEX_NODES, OPT_WORKER, OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM,
-	       OPT_SALT, OPT_GROUP };
+	       OPT_SALT, OPT_GROUP, OPT_LORA };
 	static const struct option longopts[] = {
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
@@ -687,6 +714,7 @@ int main(int argc, char **argv)
 		{"bigram", no_argument, NULL, OPT_BIGRAM},
 		{"salt", required_argument, NULL, OPT_SALT},
 		{"group", required_argument, NULL, OPT_GROUP},
+		{"lora", required_argument, NULL, OPT_LORA},
 		{NULL, 0, NULL, 0},
 	};
 	int c, li = -1;
@@ -711,6 +739,7 @@ int main(int argc, char **argv)
 		case OPT_BIGRAM: o.bigram = true; break;
 		case OPT_SALT: o.salt = optarg; break;
 		case OPT_GROUP: o.params.group = optarg; break;
+		case OPT_LORA: o.lora = optarg; break;
 		case OPT_KV_BLOCK:
 			bad = parse_u32("block-size", optarg, &o.block_size);
 			if (!bad && o.block_size == 0) {

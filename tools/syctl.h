@@ -18,6 +18,8 @@ struct syctl_opts {
 	const char *tokens;    /* --tokens 1,2,... (match) */
 	const char *hashes;    /* --hashes h1,h2,... (match) */
 	const char *salt;      /* --salt S (match): cache_salt of the chain */
+	const char *lora;      /* --lora NAME (match): the chain of LoRA adapter NAME
+	                          (sy_blockhash_lora_seed) */
 	uint32_t block_size;   /* --block-size N (match); 0 = from the workers */
 	bool bigram;           /* --bigram (match) */
 };

@@ -7,9 +7,10 @@
  *       the blocks it owns in any tier and per tier. Ownerships of an older
  *       generation of a slot (not yet cleared) are listed with
  *       "current": false.
- *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S]
+ *   match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]
  *       hashes the tokens with the SGLang block-hash chain (common/
- *       blockhash.h); block size and bigram mode default to the first
+ *       blockhash.h), in LoRA adapter NAME's namespace with --lora (its
+ *       root seed, sy_blockhash_lora_seed; the salt is then ignored); block size and bigram mode default to the first
  *       active worker record that has a block size (sglang-wire.md §10
  *       "block-size oracle").
  *   match --hashes h1,h2,... → the given block ids (i64, as published).
@@ -259,6 +260,10 @@ int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o)
 			free(list);
 			free(ids);
 			return 1;
+		}
+		if (o->lora) {
+			hp.has_seed = true;
+			sy_blockhash_lora_seed(o->lora, strlen(o->lora), &hp.seed);
 		}
 		for (long i = 0; i < n; i++)
 			tok[i] = (uint32_t)list[i];

@@ -4,6 +4,7 @@
  * One JSON object per request, one per reply (docs/control.md):
  *   {"op": "status"}
  *   {"op": "add_worker", "url": URL, "role": "plain|prefill|decode",
+ *    "engine": "auto|sglang|vllm",
  *    "model": M, "bootstrap_port": P, "kv_events": {endpoint_host,
  *    endpoint_port_base, topic, block_size, dp_size, replay_port_base,
  *    load_endpoint_port_base}}
@@ -121,6 +122,15 @@ static json_t *add_worker(struct sbd *d, json_t *req)
 	}
 	cw.model = (char *)json_string_value(json_object_get(req, "model"));
 	json_t *kv = json_object_get(req, "kv_events");
+	const char *engine = json_string_value(json_object_get(req, "engine"));
+	if (engine != NULL) {
+		if (strcmp(engine, "sglang") == 0)
+			cw.engine = SY_ENGINE_SGLANG;
+		else if (strcmp(engine, "vllm") == 0)
+			cw.engine = SY_ENGINE_VLLM;
+		else if (strcmp(engine, "auto") != 0)
+			return fail("engine must be auto, sglang or vllm", NULL);
+	}
 	if (get_int(req, "bootstrap_port", 1, 65535, &cw.bootstrap_port) != 0)
 		return fail("bad bootstrap_port", NULL);
 	if (json_is_object(kv)) {

@@ -24,6 +24,7 @@
 void sbd_kv_decoder_free(struct sbd_kv_decoder *d)
 {
 	free(d->hashes);
+	free(d->tokens);
 	free(d->events);
 	memset(d, 0, sizeof(*d));
 }
@@ -39,6 +40,7 @@ const char *sbd_medium_name(int medium)
 struct kv_ctx {
 	struct sbd_kv_decoder *d;
 	size_t n_hashes; /* used entries of d->hashes */
+	size_t n_tokens; /* used entries of d->tokens */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -111,9 +113,10 @@ static int read_parent(struct sy_cursor *c, struct sbd_kv_event *ev)
 	return read_hash(c, &ev->parent) ? EV_OK : EV_BAD;
 }
 
-/* token_ids: array of ints or of [int, int] pairs (bigram pages); shape
- * checked, never kept. Over the cap → dropped and flagged. */
-static int read_tokens(struct sy_cursor *c, struct sbd_kv_event *ev)
+/* token_ids: array of ints or of [int, int] pairs (bigram pages), kept
+ * flattened in the decoder's scratch (as an offset until the batch is
+ * complete). Over the cap → dropped and flagged. */
+static int read_tokens(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_event *ev)
 {
 	uint32_t n;
 	if (sy_mp_peek(c) == SY_MP_NIL) {
@@ -129,19 +132,26 @@ static int read_tokens(struct sy_cursor *c, struct sbd_kv_event *ev)
 				return EV_BAD;
 		return EV_OK;
 	}
+	/* n ≤ bytes left, and a pair takes ≥ 3 bytes: 2n is bounded by the input */
+	if (n > 0 && grow((void **)&k->d->tokens, &k->d->tokens_cap, k->n_tokens + 2 * (size_t)n,
+			  sizeof(uint32_t)))
+		return -1;
+	uint32_t *out = k->d->tokens + k->n_tokens;
 	uint64_t units = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t t;
+		uint64_t t, t2;
 		if (sy_mp_peek(c) == SY_MP_ARRAY) {
 			uint32_t m;
 			if (!sy_mp_read_array(c, &m) || m != 2 || !sy_mp_read_u64(c, &t) ||
-			    !sy_mp_read_u64(c, &t))
+			    !sy_mp_read_u64(c, &t2) || t2 > UINT32_MAX)
 				return EV_BAD;
-			units += 2;
+			ev->tokens_paired = true;
+			out[units++] = (uint32_t)(t > UINT32_MAX ? 0 : t);
+			out[units++] = (uint32_t)t2;
 		} else {
 			if (!sy_mp_read_u64(c, &t))
 				return EV_BAD;
-			units += 1;
+			out[units++] = (uint32_t)(t > UINT32_MAX ? 0 : t);
 		}
 		if (t > UINT32_MAX)
 			return EV_BAD;
@@ -151,6 +161,62 @@ static int read_tokens(struct sy_cursor *c, struct sbd_kv_event *ev)
 		units = 0;
 	}
 	ev->n_tokens = (uint32_t)units;
+	ev->tokens = (const uint32_t *)(uintptr_t)k->n_tokens; /* offset, see read_hashes */
+	k->n_tokens += units;
+	return EV_OK;
+}
+
+/* lora_id: int or nil. */
+static int read_lora_id(struct sy_cursor *c, struct sbd_kv_event *ev)
+{
+	if (sy_mp_peek(c) == SY_MP_NIL) {
+		sy_mp_read_nil(c);
+		return EV_OK;
+	}
+	ev->has_lora_id = sy_mp_read_i64(c, &ev->lora_id);
+	return ev->has_lora_id ? EV_OK : EV_BAD;
+}
+
+/* lora_name: str or nil (borrowed span of the payload). */
+static int read_lora_name(struct sy_cursor *c, struct sbd_kv_event *ev)
+{
+	if (sy_mp_peek(c) == SY_MP_NIL) {
+		sy_mp_read_nil(c);
+		return EV_OK;
+	}
+	ev->has_lora_name = sy_mp_read_str(c, &ev->lora_name, &ev->lora_name_len);
+	return ev->has_lora_name ? EV_OK : EV_BAD;
+}
+
+/* extra_keys: nil, or an array (one entry per block): kept as its raw bytes
+ * (validated by skipping it). */
+static int read_extra_keys(struct sy_cursor *c, struct sbd_kv_event *ev)
+{
+	if (sy_mp_peek(c) == SY_MP_NIL) {
+		sy_mp_read_nil(c);
+		return EV_OK;
+	}
+	if (sy_mp_peek(c) != SY_MP_ARRAY)
+		return EV_BAD;
+	const uint8_t *start = c->pos;
+	if (!sy_mp_skip(c))
+		return EV_BAD;
+	ev->extra_keys = start;
+	ev->extra_keys_len = (uint32_t)(c->pos - start);
+	return EV_OK;
+}
+
+/* group_idx: int ≥ 0 or nil. */
+static int read_group(struct sy_cursor *c, struct sbd_kv_event *ev)
+{
+	if (sy_mp_peek(c) == SY_MP_NIL) {
+		sy_mp_read_nil(c);
+		return EV_OK;
+	}
+	int64_t v;
+	if (!sy_mp_read_i64(c, &v) || v < 0)
+		return EV_BAD;
+	ev->group_idx = v;
 	return EV_OK;
 }
 
@@ -226,22 +292,31 @@ static int decode_array_event(struct kv_ctx *k, struct sy_cursor *c, struct sbd_
 		TRY(read_hashes(k, c, ev));
 		TRY(read_parent(c, ev));
 		if (n > 3)
-			TRY(read_tokens(c, ev));
+			TRY(read_tokens(k, c, ev));
 		if (n > 4)
 			TRY(read_block_size(c, ev));
-		if (n > 5 && !sy_mp_skip(c)) /* lora_id */
-			return EV_BAD;
+		if (n > 5)
+			TRY(read_lora_id(c, ev));
 		if (n > 6)
 			TRY(read_medium(c, ev));
+		/* vLLM continues: lora_name, extra_keys, group_idx, ... */
+		if (n > 7)
+			TRY(read_lora_name(c, ev));
+		if (n > 8)
+			TRY(read_extra_keys(c, ev));
+		if (n > 9)
+			TRY(read_group(c, ev));
 	} else if (type == SBD_EV_REMOVED) {
 		if (n < 2)
 			return EV_BAD;
 		TRY(read_hashes(k, c, ev));
 		if (n > 2)
 			TRY(read_medium(c, ev));
+		if (n > 3)
+			TRY(read_group(c, ev));
 	}
-	/* Further positions (vLLM lora_name, extra_keys, group_idx, ...) are
-	 * ignored: the caller's cursor already spans the whole event. */
+	/* Further positions (kv_cache_spec_*, ...) are ignored: the caller's
+	 * cursor already spans the whole event. */
 	return EV_OK;
 }
 
@@ -275,12 +350,20 @@ static int decode_map_event(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv
 		} else if (sy_mp_str_eq(key, klen, "parent_block_hash")) {
 			TRY(read_parent(c, ev));
 		} else if (sy_mp_str_eq(key, klen, "token_ids")) {
-			TRY(read_tokens(c, ev));
+			TRY(read_tokens(k, c, ev));
+		} else if (sy_mp_str_eq(key, klen, "lora_id")) {
+			TRY(read_lora_id(c, ev));
+		} else if (sy_mp_str_eq(key, klen, "lora_name")) {
+			TRY(read_lora_name(c, ev));
+		} else if (sy_mp_str_eq(key, klen, "extra_keys")) {
+			TRY(read_extra_keys(c, ev));
+		} else if (sy_mp_str_eq(key, klen, "group_idx")) {
+			TRY(read_group(c, ev));
 		} else if (sy_mp_str_eq(key, klen, "block_size")) {
 			TRY(read_block_size(c, ev));
 		} else if (sy_mp_str_eq(key, klen, "medium")) {
 			TRY(read_medium(c, ev));
-		} else if (!sy_mp_skip(c)) { /* lora_id, cache_salt, anything new */
+		} else if (!sy_mp_skip(c)) { /* cache_salt, kv_cache_spec_*, anything new */
 			return EV_BAD;
 		}
 	}
@@ -308,8 +391,8 @@ static int decode_events(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_ba
 			return probe.err ? probe.err : SY_EMALFORMED;
 		struct sy_cursor ec = sy_cursor_init(c->pos, (size_t)(probe.pos - c->pos));
 		*c = probe;
-		struct sbd_kv_event ev = {.block_size = -1};
-		size_t mark = k->n_hashes;
+		struct sbd_kv_event ev = {.block_size = -1, .group_idx = -1};
+		size_t mark = k->n_hashes, tmark = k->n_tokens;
 		int rc;
 		enum sy_mp_type t = sy_mp_peek(&ec);
 		if (t == SY_MP_ARRAY)
@@ -322,6 +405,7 @@ static int decode_events(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_ba
 			return SY_ENOMEM;
 		if (rc != EV_OK) {
 			k->n_hashes = mark; /* drop what the bad event decoded */
+			k->n_tokens = tmark;
 			if (rc == EV_UNKNOWN_TAG)
 				out->unknown_tags++;
 			else if (rc == EV_OVERSIZED)
@@ -395,7 +479,7 @@ int sbd_kv_decode(struct sbd_kv_decoder *d, const uint8_t *buf, size_t len,
 	memset(out, 0, sizeof(*out));
 	if (buf == NULL && len > 0)
 		return SY_EINVAL;
-	struct kv_ctx k = {d, 0};
+	struct kv_ctx k = {d, 0, 0};
 	struct sy_cursor c = sy_cursor_init(buf, len);
 	int rc;
 	enum sy_mp_type t = sy_mp_peek(&c);
@@ -417,6 +501,7 @@ int sbd_kv_decode(struct sbd_kv_decoder *d, const uint8_t *buf, size_t len,
 	for (uint32_t i = 0; i < out->n_events; i++) {
 		struct sbd_kv_event *ev = &d->events[i];
 		ev->hashes = ev->n_hashes ? d->hashes + (uintptr_t)ev->hashes : NULL;
+		ev->tokens = ev->n_tokens ? d->tokens + (uintptr_t)ev->tokens : NULL;
 	}
 	out->events = d->events;
 	return SY_OK;

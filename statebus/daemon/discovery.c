@@ -1,4 +1,5 @@
-/* discovery.c — parse GET {worker}/server_info (sglang-wire.md §10).
+/* discovery.c — parse GET {worker}/server_info (sglang-wire.md §10), and
+ * vLLM's /v1/models and /version (vLLM discovery, ingest.h).
  *
  * Read (top level, else inside "server_args"):
  *   kv_events: {endpoint_host, endpoint_port_base, topic, block_size,
@@ -162,4 +163,54 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
 	}
 	json_decref(root);
 	return SY_OK;
+}
+
+int sbd_vllm_models_parse(const char *body, size_t len, char *model, size_t cap,
+			  uint32_t *n_adapters)
+{
+	*n_adapters = 0;
+	if (cap)
+		model[0] = '\0';
+	json_t *root = json_loadb(body, len, 0, NULL);
+	json_t *data = json_object_get(root, "data");
+	if (!json_is_array(data) || json_array_size(data) == 0) {
+		json_decref(root);
+		return SY_EMALFORMED;
+	}
+	const char *base = NULL, *first = NULL;
+	size_t i;
+	json_t *m;
+	json_array_foreach(data, i, m) {
+		const char *id = json_string_value(json_object_get(m, "id"));
+		if (id == NULL)
+			continue;
+		if (first == NULL)
+			first = id;
+		json_t *parent = json_object_get(m, "parent");
+		if (parent == NULL || json_is_null(parent)) {
+			if (base == NULL)
+				base = id;
+		} else {
+			(*n_adapters)++; /* a LoRA adapter of a base model */
+		}
+	}
+	const char *pick = base ? base : first;
+	int rc = pick && strlen(pick) < cap ? SY_OK : SY_EMALFORMED;
+	if (rc == SY_OK)
+		memcpy(model, pick, strlen(pick) + 1);
+	json_decref(root);
+	return rc;
+}
+
+int sbd_vllm_version_parse(const char *body, size_t len, char *version, size_t cap)
+{
+	json_t *root = json_loadb(body, len, 0, NULL);
+	const char *v = json_string_value(json_object_get(root, "version"));
+	int rc = v && v[0] && strlen(v) < cap ? SY_OK : SY_EMALFORMED;
+	if (rc == SY_OK)
+		memcpy(version, v, strlen(v) + 1);
+	else if (cap)
+		version[0] = '\0';
+	json_decref(root);
+	return rc;
 }

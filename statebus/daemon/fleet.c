@@ -9,6 +9,11 @@
  * Facts: /server_info wins where it speaks, the configuration fills what it
  * leaves out (workers[].kv_events, role, bootstrap_port); without any
  * /server_info answer, configured KV facts are used alone (vLLM).
+ * Engine kind (DESIGN §9 "Engine kinds"): workers[].engine, else
+ * discovered — /server_info answering → SGLang; a 4xx there → GET
+ * /v1/models (the served model: the entry without a parent) then /version,
+ * both answering → vLLM, whose KV facts come from the configuration only
+ * (vLLM advertises none). engine: vllm skips /server_info.
  * Block size is agreed per model (DESIGN §9): the first worker of a model
  * with a known block size sets it; a worker that disagrees is reported
  * (kv_rejected = block_size_mismatch, log, counter) and not subscribed.
@@ -138,6 +143,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	set_str(rec.model, sizeof(rec.model), cw->model ? cw->model : d->cfg.model_id);
 	rec.role = (uint8_t)cw->role;
 	rec.bootstrap_port = (uint16_t)cw->bootstrap_port;
+	rec.engine = cw->engine == SY_ENGINE_VLLM ? STATEBUS_ENGINE_VLLM : STATEBUS_ENGINE_SGLANG;
 	rec.healthy = 1;
 	rec_apply_kv(&rec, &cw->kv_events);
 	if (rec.dp_size > d->max_ranks)
@@ -169,6 +175,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	}
 	kv_copy(&w->kv, &cw->kv_events);
 	w->cfg_role_set = cw->role != 0;
+	w->cfg_engine = cw->engine;
 	w->model_from_engine = cw->model_default ||
 			       (cw->model == NULL &&
 				strcmp(d->cfg.model_id, SY_CONFIG_DEFAULT_MODEL_ID) == 0);
@@ -363,8 +370,89 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 	oracle(d, w);
 }
 
+/* Discovery of w failed (`what` failed with `why`): retried later when no
+ * KV endpoint is configured; else the configured facts are used. Returns
+ * true when w is to be finalised from the configuration now. */
+static bool disc_failed(struct sbd *d, struct sbd_worker *w, const char *what, const char *why)
+{
+	statebus_counter_add(d->r, STATEBUS_CTR_DISCOVERY_FAILURES, 1);
+	if (w->kv.endpoint_port_base == 0) {
+		w->disc = SBD_DISC_PENDING;
+		w->disc_next_ns = sy_mono_ns() + ms(d->cfg.statebus.discovery_retry_ms);
+		sy_warn("worker %s: %s failed (%s); retrying in %d ms", w->rec.id, what, why,
+			d->cfg.statebus.discovery_retry_ms);
+		return false;
+	}
+	sy_warn("worker %s: %s failed (%s); using the configured KV facts", w->rec.id, what, why);
+	return true;
+}
+
+/* Sets w's engine kind; a change clears what it indexed as the other kind. */
+static void set_engine(struct sbd *d, struct sbd_worker *w, uint8_t engine)
+{
+	if (w->rec.engine == engine)
+		return;
+	sbd_apply_clear_worker(d, w->slot);
+	w->rec.engine = engine;
+}
+
+static void disc_log(const struct sbd_worker *w)
+{
+	sy_info("worker %s: %s %s, dp %u, block %u%s, kv %s:%u topic '%s'%s%s", w->rec.id,
+		w->rec.engine == STATEBUS_ENGINE_VLLM ? "vllm" : "sglang",
+		w->rec.role == 1 ? "prefill" : w->rec.role == 2 ? "decode" : "plain",
+		w->rec.dp_size, w->rec.kv_block_size, w->rec.kv_bigram ? " bigram" : "",
+		w->rec.kv_endpoint_host, w->rec.kv_port_base, w->rec.kv_topic,
+		w->rec.load_port_base ? ", LoadStat" : "",
+		w->rec.kv_rejected ? ", KV REJECTED" : "");
+}
+
+void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res)
+{
+	if (res->slot >= d->n_slots || !d->w[res->slot].used || d->w[res->slot].gen != res->gen)
+		return;
+	struct sbd_worker *w = &d->w[res->slot];
+	bool models = res->kind == SBD_HTTP_VLLM_MODELS;
+	const char *what = models ? "vLLM /v1/models" : "vLLM /version";
+	char buf[STATEBUS_MODEL_MAX];
+	uint32_t adapters = 0;
+	int rc = !res->ok ? SY_EIO
+		 : models ? sbd_vllm_models_parse(res->body, res->len, buf, sizeof(buf), &adapters)
+			  : sbd_vllm_version_parse(res->body, res->len, buf, sizeof(buf));
+	if (rc != SY_OK) {
+		if (!disc_failed(d, w, what, res->ok ? "unexpected body" : res->error))
+			return;
+		w->disc = SBD_DISC_DONE; /* configured facts; the engine kind as configured */
+		finalise(d, w, NULL);
+	} else if (models) {
+		memcpy(w->vllm_model, buf, sizeof(buf));
+		if (adapters)
+			sy_info("worker %s: vLLM serves %s and %u LoRA adapter(s)", w->rec.id, buf,
+				adapters);
+		if (sbd_http_submit(d->http, SBD_HTTP_VLLM_VERSION, w->slot, w->gen, w->rec.id) != SY_OK)
+			w->disc = SBD_DISC_PENDING;
+		return;
+	} else {
+		w->disc = SBD_DISC_DONE;
+		set_engine(d, w, STATEBUS_ENGINE_VLLM);
+		if (w->model_from_engine && w->vllm_model[0] &&
+		    strcmp(w->rec.model, w->vllm_model) != 0) {
+			sy_info("worker %s: model \"%s\" (from /v1/models)", w->rec.id, w->vllm_model);
+			set_str(w->rec.model, sizeof(w->rec.model), w->vllm_model);
+		}
+		sy_info("worker %s: vLLM %s", w->rec.id, buf);
+		finalise(d, w, NULL);
+		if (!w->rec.has_cache_signal)
+			sy_warn("worker %s: vLLM without workers[].kv_events.endpoint_port_base: no "
+				"cache signal, routed on load only", w->rec.id);
+	}
+	sbd_fleet_publish(d, w);
+	sbd_sub_open(d, w);
+	disc_log(w);
+}
+
 void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char *body,
-			  size_t len, const char *error)
+			  size_t len, const char *error, long status)
 {
 	if (slot >= d->n_slots || !d->w[slot].used || d->w[slot].gen != gen)
 		return; /* removed or replaced meanwhile */
@@ -373,28 +461,22 @@ void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char
 	char why[160] = "";
 	bool ok = body != NULL &&
 		  sbd_discovery_parse(body, len, w->rec.id, &f, why, sizeof(why)) == SY_OK;
-	if (!ok) {
-		statebus_counter_add(d->r, STATEBUS_CTR_DISCOVERY_FAILURES, 1);
-		if (w->kv.endpoint_port_base == 0) {
-			w->disc = SBD_DISC_PENDING;
-			w->disc_next_ns = sy_mono_ns() + ms(d->cfg.statebus.discovery_retry_ms);
-			sy_warn("worker %s: /server_info failed (%s); retrying in %d ms", w->rec.id,
-				body ? why : error, d->cfg.statebus.discovery_retry_ms);
-			return;
-		}
-		sy_warn("worker %s: /server_info failed (%s); using the configured KV facts",
-			w->rec.id, body ? why : error);
+	if (!ok && body == NULL && status >= 400 && status <= 499 &&
+	    w->cfg_engine != SY_ENGINE_SGLANG &&
+	    sbd_http_submit(d->http, SBD_HTTP_VLLM_MODELS, slot, gen, w->rec.id) == SY_OK) {
+		sy_debug("worker %s: /server_info answered %ld; trying vLLM's /v1/models",
+			 w->rec.id, status);
+		return; /* still in flight */
 	}
+	if (!ok && !disc_failed(d, w, "/server_info", body ? why : error))
+		return;
 	w->disc = SBD_DISC_DONE;
+	if (ok)
+		set_engine(d, w, STATEBUS_ENGINE_SGLANG);
 	finalise(d, w, ok ? &f : NULL);
 	sbd_fleet_publish(d, w);
 	sbd_sub_open(d, w);
-	sy_info("worker %s: %s, dp %u, block %u%s, kv %s:%u topic '%s'%s%s", w->rec.id,
-		w->rec.role == 1 ? "prefill" : w->rec.role == 2 ? "decode" : "plain",
-		w->rec.dp_size, w->rec.kv_block_size, w->rec.kv_bigram ? " bigram" : "",
-		w->rec.kv_endpoint_host, w->rec.kv_port_base, w->rec.kv_topic,
-		w->rec.load_port_base ? ", LoadStat" : "",
-		w->rec.kv_rejected ? ", KV REJECTED" : "");
+	disc_log(w);
 }
 
 void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const char *error)
@@ -430,9 +512,17 @@ void sbd_fleet_timers(struct sbd *d, uint64_t now)
 		struct sbd_worker *w = &d->w[s];
 		if (!w->used)
 			continue;
+		int kind = w->cfg_engine == SY_ENGINE_VLLM ? SBD_HTTP_VLLM_MODELS : SBD_HTTP_DISCOVER;
 		if (w->disc == SBD_DISC_PENDING && now >= w->disc_next_ns &&
-		    sbd_http_submit(d->http, SBD_HTTP_DISCOVER, s, w->gen, w->rec.id) == SY_OK)
+		    sbd_http_submit(d->http, kind, s, w->gen, w->rec.id) == SY_OK)
 			w->disc = SBD_DISC_INFLIGHT;
+		int iv = d->cfg.statebus.metrics_interval_ms;
+		if (w->rec.engine == STATEBUS_ENGINE_VLLM && w->disc == SBD_DISC_DONE && iv > 0 &&
+		    !w->scrape_inflight && now >= w->scrape_next_ns &&
+		    sbd_http_submit(d->http, SBD_HTTP_METRICS, s, w->gen, w->rec.id) == SY_OK) {
+			w->scrape_inflight = true;
+			w->scrape_next_ns = now + ms(iv);
+		}
 		if (!w->health_inflight && now >= w->health_next_ns &&
 		    sbd_http_submit(d->http, SBD_HTTP_HEALTH, s, w->gen, w->rec.id) == SY_OK) {
 			w->health_inflight = true;

@@ -1,4 +1,5 @@
-/* http.c — the statebus's HTTP thread: GET /server_info and /health.
+/* http.c — the statebus's HTTP thread: GET /server_info, /health, and for
+ * vLLM engines /v1/models, /version and /metrics.
  *
  * libcurl's multi interface on one thread, never on the event loop: the
  * loop submits jobs (a FIFO under a mutex, curl_multi_wakeup) and takes
@@ -8,7 +9,8 @@
  * checks. Discovery follows SGLang's router (sglang-wire.md §10): per
  * attempt a timeout (default 2 s), up to N attempts (3) with a backoff of
  * 100 ms doubling — a timer here, never a sleep; retried on network errors
- * and 5xx, never on 4xx. Health: one GET /health per job, 2xx = ok.
+ * and 5xx, never on 4xx (vLLM's /v1/models and /version alike). Health:
+ * one GET /health per job, 2xx = ok. /metrics: one attempt per job.
  * Bodies are capped at 1 MiB. The thread holds no region pointer.
  */
 #include <errno.h>
@@ -118,8 +120,9 @@ static void complete(struct sbd_http *h, struct job *j)
 /* Starts the next attempt of `j`; false (result filled) when it cannot. */
 static bool begin(struct sbd_http *h, struct job *j)
 {
-	long timeout = j->kind == SBD_HTTP_HEALTH ? h->o.health_timeout_ms
-						  : h->o.discovery_timeout_ms;
+	long timeout = j->kind == SBD_HTTP_HEALTH || j->kind == SBD_HTTP_METRICS
+			       ? h->o.health_timeout_ms
+			       : h->o.discovery_timeout_ms;
 	free(j->b.p);
 	j->b = (struct body){0};
 	CURL *c = curl_easy_init();
@@ -155,8 +158,14 @@ static void accept_job(struct sbd_http *h, struct job *j)
 	j->r.slot = j->slot;
 	j->r.gen = j->gen;
 	j->backoff_ms = h->o.discovery_backoff_ms;
+	static const char *const paths[] = {
+		[SBD_HTTP_DISCOVER] = "/server_info", [SBD_HTTP_HEALTH] = "/health",
+		[SBD_HTTP_VLLM_MODELS] = "/v1/models", [SBD_HTTP_VLLM_VERSION] = "/version",
+		[SBD_HTTP_METRICS] = "/metrics",
+	};
 	snprintf(j->full, sizeof(j->full), "%s%s", j->url,
-		 j->kind == SBD_HTTP_HEALTH ? "/health" : "/server_info");
+		 j->kind >= SBD_HTTP_DISCOVER && j->kind <= SBD_HTTP_METRICS ? paths[j->kind]
+									     : "/health");
 	if (!begin(h, j))
 		complete(h, j);
 }
@@ -175,6 +184,10 @@ static void finished(struct sbd_http *h, struct job *j, CURLcode rc)
 	curl_multi_remove_handle(h->multi, j->easy);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_off_t total = 0;
+	if (curl_easy_getinfo(j->easy, CURLINFO_TOTAL_TIME_T, &total) == CURLE_OK && total > 0)
+		j->r.total_us = (uint64_t)total;
+	j->r.status = status;
 	curl_easy_cleanup(j->easy);
 	j->easy = NULL;
 	if (rc != CURLE_OK)
@@ -198,7 +211,8 @@ static void finished(struct sbd_http *h, struct job *j, CURLcode rc)
 	}
 	if (ok2xx)
 		snprintf(j->r.error, sizeof(j->r.error), "empty body");
-	if ((status >= 400 && status <= 499) || j->attempt >= h->o.discovery_attempts) {
+	if ((status >= 400 && status <= 499) || j->attempt >= h->o.discovery_attempts ||
+	    j->kind == SBD_HTTP_METRICS) {
 		complete(h, j); /* 4xx: never retried */
 		return;
 	}

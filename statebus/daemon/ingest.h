@@ -71,6 +71,54 @@ struct sbd_facts {
 int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sbd_facts *out,
 			char *why, size_t why_cap);
 
+/* vLLM discovery (docs/statebus.md "vLLM engines"): GET /v1/models is an
+ * OpenAI model list {"data": [{"id", "parent", ...}]}; the served model is
+ * the first entry whose parent is null or absent (else the first entry),
+ * the others are LoRA adapters (counted in *n_adapters). Copies its id to
+ * model[cap]. Returns SY_OK, SY_EMALFORMED (no list, no id, or too long). */
+int sbd_vllm_models_parse(const char *body, size_t len, char *model, size_t cap,
+			  uint32_t *n_adapters);
+
+/* GET /version of vLLM: {"version": "x.y.z"}. Copies it to version[cap].
+ * Returns SY_OK or SY_EMALFORMED. */
+int sbd_vllm_version_parse(const char *body, size_t len, char *version, size_t cap);
+
+/* Ranks one scrape of vLLM's /metrics reports (label engine="N"). */
+#define SBD_SCRAPE_MAX_RANKS 64
+
+/* One scrape of vLLM's Prometheus /metrics (text exposition 0.0.4; names
+ * of vllm/v1/metrics/loggers.py), per DP rank (label engine="N", 0 when
+ * absent). A value not present is not `has_*` — never read as zero. */
+struct sbd_vllm_metrics {
+	struct {
+		bool has_running, has_waiting, has_usage, has_prompt, has_generation;
+		bool has_gpu_usage;
+		double gpu_usage;   /* vllm:gpu_cache_usage_perc as read */
+		double running;     /* vllm:num_requests_running */
+		double waiting;     /* vllm:num_requests_waiting */
+		double usage;       /* vllm:kv_cache_usage_perc, else gpu_cache_usage_perc, 0..1 */
+		double prompt;      /* vllm:prompt_tokens_total */
+		double generation;  /* vllm:generation_tokens_total */
+	} rank[SBD_SCRAPE_MAX_RANKS];
+	uint32_t n_ranks;          /* 1 + highest rank seen, 0 = none */
+	uint64_t num_gpu_blocks;   /* vllm:cache_config_info label, 0 = unknown */
+	uint32_t block_size;       /* vllm:cache_config_info label, 0 = unknown */
+	uint32_t bad_lines;        /* sample lines that did not parse (skipped) */
+};
+
+/* Parses `len` bytes of /metrics. Samples of several model_name label
+ * values are summed per rank. Returns SY_OK, or SY_EMALFORMED when no
+ * vllm:num_requests_* sample was found. */
+int sbd_vllm_metrics_parse(const char *body, size_t len, struct sbd_vllm_metrics *out);
+
+/* The scraped load record of rank `k` of `m` received at now_ns: running,
+ * waiting (saturated), usage in ppm, token counters (low 32 bits), and with
+ * a known capacity (cache_config_info) num_tokens / max_total_num_tokens.
+ * Returns false when running or waiting is missing for that rank (unknown,
+ * never zero: nothing is to be written). */
+bool sbd_vllm_metrics_report(const struct sbd_vllm_metrics *m, uint32_t k, uint64_t now_ns,
+			     struct statebus_load_report *out);
+
 /* Host part of an http(s) worker URL (brackets of an IPv6 literal kept off).
  * Returns SY_OK or SY_EINVAL. */
 int sbd_url_host(const char *url, char *out, size_t cap);

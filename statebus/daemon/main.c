@@ -191,7 +191,11 @@ static void take_http(struct sbd *d)
 	while (sbd_http_take(d->http, &res)) {
 		if (res.kind == SBD_HTTP_DISCOVER)
 			sbd_fleet_discovered(d, res.slot, res.gen, res.ok ? res.body : NULL, res.len,
-					     res.error);
+					     res.error, res.status);
+		else if (res.kind == SBD_HTTP_VLLM_MODELS || res.kind == SBD_HTTP_VLLM_VERSION)
+			sbd_fleet_vllm_discovered(d, &res);
+		else if (res.kind == SBD_HTTP_METRICS)
+			sbd_scrape_result(d, &res);
 		else
 			sbd_fleet_health(d, res.slot, res.gen, res.ok, res.error);
 		free(res.body);
@@ -300,6 +304,10 @@ static int start(struct sbd *d)
 	d->w = calloc(d->n_slots, sizeof(*d->w));
 	if (d->w == NULL)
 		return 1;
+	if (sbd_apply_init(d) != SY_OK) {
+		sy_error("vLLM id map of %d blocks: out of memory", d->cfg.statebus.vllm_map_blocks);
+		return 1;
+	}
 	/* New incarnation: index, load and streams are rebuilt from the engines. */
 	sbd_apply_reset(d);
 	for (uint32_t s = 0; s < d->n_slots; s++) {
@@ -369,6 +377,8 @@ static void stop(struct sbd *d)
 		statebus_region_close(d->r);
 	}
 	sbd_kv_decoder_free(&d->dec);
+	sbd_vmap_free(&d->vmap);
+	sbd_vllm_scratch_free(&d->vscr);
 	free(d->models);
 	free(d->w);
 	sy_config_free(&d->cfg);

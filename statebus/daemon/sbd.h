@@ -31,6 +31,7 @@
 #include "seq.h"
 #include "statebus-query.h"
 #include "statebus.h"
+#include "vllm.h"
 #include "wire.h"
 
 #define SBD_HELD_MAX 1024        /* live batches held during a replay (pump depth, §10) */
@@ -86,6 +87,9 @@ struct sbd_worker {
 	struct statebus_worker rec;     /* last record written to the table */
 	struct sy_config_kv_events kv;  /* configured KV facts (strings owned) */
 	bool cfg_role_set;              /* role came from the configuration */
+	int cfg_engine;                 /* enum sy_engine_kind from the configuration
+	                                   (AUTO: discovered) */
+	char vllm_model[STATEBUS_MODEL_MAX]; /* vLLM discovery: /v1/models' base model */
 	bool model_from_engine;         /* no model configured: take /server_info's
 	                                   served_model_name / model_path */
 	uint64_t order;                 /* registration order (adopted, configured,
@@ -95,11 +99,14 @@ struct sbd_worker {
 	bool health_inflight;
 	uint64_t health_next_ns;
 	uint32_t health_ok_streak;
+	bool scrape_inflight;           /* vLLM: a GET /metrics runs */
+	uint64_t scrape_next_ns;
 	uint32_t n_ranks;               /* ranks with state (= rec.dp_size once known) */
 	struct sbd_rank *ranks;
 };
 
 struct sbd_http; /* http.c */
+struct sbd_http_result;
 
 /* The daemon. */
 struct sbd {
@@ -113,6 +120,8 @@ struct sbd {
 	uint32_t n_slots;
 	uint32_t max_ranks;
 	struct sbd_kv_decoder dec;
+	struct sbd_vmap vmap;           /* vLLM engine id → own id, every vLLM worker */
+	struct sbd_vllm_scratch vscr;
 	/* Block size agreed per model, and the registration order of the
 	 * worker that set it (the earliest-registered discovered one wins). */
 	struct { char model[STATEBUS_MODEL_MAX]; uint32_t block_size; uint64_t order; } *models;
@@ -123,6 +132,7 @@ struct sbd {
 	uint64_t next_heartbeat_ns, next_sweep_ns;
 	uint32_t mon_seq;               /* names the next inproc monitor endpoint */
 	uint64_t next_affinity_sweep_ns; /* affinity idle-expiry sweep (affinity.c) */
+	uint64_t scrapes, scrape_http_us, scrape_apply_ns; /* totals: cost per scrape */
 };
 
 extern volatile sig_atomic_t sbd_stop;
@@ -138,7 +148,9 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 int sbd_fleet_remove(struct sbd *d, uint32_t slot);
 /* A /server_info result for (slot, gen): body NULL = failed after retries. */
 void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char *body,
-			  size_t len, const char *error);
+			  size_t len, const char *error, long status);
+/* A /v1/models or /version result (vLLM discovery) for (slot, gen). */
+void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res);
 /* A /health result for (slot, gen). */
 void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const char *error);
 /* Submits due discovery and health jobs. */
@@ -171,18 +183,35 @@ void sbd_apply_clear_rank(struct sbd *d, struct sbd_worker *w, uint32_t k);
 void sbd_apply_clear_worker(struct sbd *d, uint32_t slot);
 /* Empties the index at start-up (bumps the incarnation). */
 void sbd_apply_reset(struct sbd *d);
+/* Allocates the vLLM id map (statebus.vllm_map_blocks). SY_ENOMEM. */
+int sbd_apply_init(struct sbd *d);
+/* A GET /metrics result (vLLM): every rank with running and waiting
+ * samples gets a scraped load record; the others keep theirs (which go
+ * stale: unknown, never zero). Counted; its cost logged at debug. */
+void sbd_scrape_result(struct sbd *d, const struct sbd_http_result *res);
 /* Decodes and stores a LoadStat payload for rank k of `w`. */
 void sbd_apply_load(struct sbd *d, struct sbd_worker *w, uint32_t k, const uint8_t *payload,
 		    size_t len, uint64_t now);
 
 /* ---- http.c ---- */
-enum sbd_http_kind { SBD_HTTP_DISCOVER = 1, SBD_HTTP_HEALTH = 2 };
+/* Jobs: DISCOVER GET /server_info; HEALTH GET /health; VLLM_MODELS GET
+ * /v1/models and VLLM_VERSION GET /version (vLLM discovery; retried like
+ * DISCOVER); METRICS GET /metrics (one attempt, health timeout). */
+enum sbd_http_kind {
+	SBD_HTTP_DISCOVER = 1,
+	SBD_HTTP_HEALTH = 2,
+	SBD_HTTP_VLLM_MODELS = 3,
+	SBD_HTTP_VLLM_VERSION = 4,
+	SBD_HTTP_METRICS = 5,
+};
 struct sbd_http_result {
 	int kind;
 	uint32_t slot, gen;
-	bool ok;          /* discovery: body valid; health: 2xx */
-	char *body;       /* discovery body (malloc'd, NUL-terminated), or NULL */
+	bool ok;          /* health: 2xx; others: 2xx with a body */
+	long status;      /* HTTP status of the last attempt, 0 = no answer */
+	char *body;       /* body (malloc'd, NUL-terminated), or NULL */
 	size_t len;
+	uint64_t total_us;/* duration of the last transfer (curl TOTAL_TIME), µs */
 	char error[160];  /* why it failed */
 };
 struct sbd_http_opts {

@@ -2,7 +2,11 @@
  *
  * - KV-event batches (SGLang KV events, sglang-wire.md §4–§7): the batch
  *   `[ts, events, rank]` (map form tolerated), events in both generations
- *   (tagged positional arrays, and maps with "type"), caps of §6.
+ *   (tagged positional arrays, and maps with "type"), caps of §6. vLLM's
+ *   (vllm/distributed/kv_events.py: msgspec structs, tag=True, omit_defaults:
+ *   a map batch {ts, events, data_parallel_rank}, map events with "type")
+ *   decode the same way; its extra BlockStored fields (lora_name,
+ *   extra_keys, group_idx) and BlockRemoved group_idx are kept.
  * - LoadStat (sglang-wire.md §12): basic and V3.
  * Both decode from borrowed bytes through common/mpcursor.h, which checks
  * every length against the bytes left before trusting it, so a forged
@@ -37,18 +41,31 @@ enum sbd_medium {
 	SBD_MEDIUM_UNKNOWN,     /* any other string */
 };
 
-/* One decoded event. `hashes` points into the decoder's scratch (valid until
- * the next sbd_kv_decode on that decoder). */
+/* One decoded event. `hashes` and `tokens` point into the decoder's scratch,
+ * `lora_name` and `extra_keys` into the decoded payload (all valid until the
+ * next sbd_kv_decode on that decoder, and the payload's lifetime). */
 struct sbd_kv_event {
 	uint8_t type;          /* enum sbd_event_type */
 	uint8_t medium;        /* enum sbd_medium */
 	bool has_parent;       /* BlockStored: parent_block_hash was not nil */
 	bool tokens_dropped;   /* token_ids over the cap: ignored (counted) */
+	bool tokens_paired;    /* token_ids came as [t, t'] pairs (bigram pages) */
+	bool has_lora_id;      /* lora_id was an integer (vLLM, deprecated) */
+	bool has_lora_name;    /* lora_name was a string (vLLM) */
 	int64_t parent;        /* valid with has_parent */
 	const int64_t *hashes; /* block ids, chain order; bin ids → first 8 bytes BE */
 	uint32_t n_hashes;
 	uint32_t n_tokens;     /* token units seen (a pair counts 2), 0 if dropped */
+	const uint32_t *tokens;/* n_tokens token ids (pairs flattened), NULL when none */
 	int64_t block_size;    /* tokens per page, -1 when absent */
+	int64_t lora_id;       /* valid with has_lora_id */
+	const uint8_t *lora_name; /* valid with has_lora_name: lora_name_len bytes */
+	uint32_t lora_name_len;
+	const uint8_t *extra_keys; /* raw msgpack of vLLM `extra_keys` (an array of
+	                              one entry per block: nil or an array), NULL
+	                              when absent or nil */
+	uint32_t extra_keys_len;
+	int64_t group_idx;     /* vLLM KV-cache group, -1 when absent or nil */
 };
 
 /* A decoded batch. Pointers into the decoder (see above). Tallies say what
@@ -71,6 +88,8 @@ struct sbd_kv_batch {
 struct sbd_kv_decoder {
 	int64_t *hashes;
 	size_t hashes_cap;
+	uint32_t *tokens;
+	size_t tokens_cap;
 	struct sbd_kv_event *events;
 	size_t events_cap;
 };

@@ -59,7 +59,27 @@ enum statebus_counter {
 	/* A rank rebuilt by replay after a reconnect whose oldest batch was not
 	 * seq 0 (the engine's buffer had moved on): the rank stays partial. */
 	STATEBUS_CTR_KV_PARTIAL_REBUILDS = 45,
-	STATEBUS_CTR_COUNT_ = 46,
+	/* vLLM engines (statebus/daemon/vllm.h, docs/statebus.md "vLLM
+	 * engines"): blocks re-hashed from token_ids and indexed; BlockStored
+	 * events not indexed because token_ids were missing (absent, nil,
+	 * empty, over the cap), did not fit (count ≠ blocks × block_size,
+	 * pairs, another block_size), named a parent not in the id map, came
+	 * from a KV-cache group other than 0, or carried extra_keys that are
+	 * not one entry per block; BlockRemoved ids not in the map; map
+	 * entries evicted (and un-indexed) because the map was full. */
+	STATEBUS_CTR_VLLM_REHASHED_BLOCKS = 46,
+	STATEBUS_CTR_VLLM_TOKENS_MISSING = 47,
+	STATEBUS_CTR_VLLM_TOKENS_MISMATCH = 48,
+	STATEBUS_CTR_VLLM_PARENT_UNKNOWN = 49,
+	STATEBUS_CTR_VLLM_OTHER_GROUP = 50,
+	STATEBUS_CTR_VLLM_BAD_EXTRA = 51,
+	STATEBUS_CTR_VLLM_REMOVE_UNKNOWN = 52,
+	STATEBUS_CTR_VLLM_MAP_EVICTIONS = 53,
+	/* Prometheus /metrics scrapes of vLLM engines stored in the load
+	 * table, and scrapes that failed (HTTP error, timeout, unparsable). */
+	STATEBUS_CTR_LOAD_SCRAPES = 54,
+	STATEBUS_CTR_LOAD_SCRAPE_FAILURES = 55,
+	STATEBUS_CTR_COUNT_ = 56,
 };
 
 /* Event types of the tallies (sglang-wire.md §5 tags). */
@@ -157,6 +177,16 @@ static inline const char *statebus_counter_name(unsigned idx)
 		"switchyard_kv_event_cleared_unknown_total",
 		"switchyard_kv_event_peer_reconnects_total",
 		"switchyard_kv_event_partial_rebuilds_total",
+		"switchyard_kv_event_vllm_rehashed_blocks_total",
+		"switchyard_kv_event_vllm_tokens_missing_total",
+		"switchyard_kv_event_vllm_tokens_mismatch_total",
+		"switchyard_kv_event_vllm_parent_unknown_total",
+		"switchyard_kv_event_vllm_other_group_total",
+		"switchyard_kv_event_vllm_bad_extra_keys_total",
+		"switchyard_kv_event_vllm_remove_unknown_total",
+		"switchyard_kv_event_vllm_map_evictions_total",
+		"switchyard_load_scrapes_total",
+		"switchyard_load_scrape_failures_total",
 	};
 	return idx < STATEBUS_CTR_COUNT_ ? names[idx] : NULL;
 }

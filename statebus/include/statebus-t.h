@@ -20,8 +20,9 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 4u /* 2: radix index tables; 3: + streams table;
-                                     4: + affinity store (entries, stripe locks) */
+#define STATEBUS_LAYOUT_VERSION 5u /* 2: radix index tables; 3: + streams table;
+                                     4: + affinity store (entries, stripe locks);
+                                     5: + worker engine kind, scraped load */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -162,6 +163,14 @@ enum statebus_worker_role {
 	STATEBUS_WORKER_DECODE = 2,
 };
 
+/* Which engine a worker runs (DESIGN.md §9 "Engine kinds"): how its KV
+ * events are indexed (SGLang ids directly; vLLM blocks re-hashed from their
+ * token_ids) and where its load comes from (LoadStat; scraped /metrics). */
+enum statebus_engine_kind {
+	STATEBUS_ENGINE_SGLANG = 0,
+	STATEBUS_ENGINE_VLLM = 1,
+};
+
 /* Why a worker's KV events are not indexed (0 = accepted). */
 enum statebus_kv_rejected {
 	STATEBUS_KV_OK = 0,
@@ -197,7 +206,8 @@ struct statebus_worker {
 	char kv_endpoint_host[STATEBUS_HOST_MAX];
 	char kv_topic[STATEBUS_TOPIC_MAX];
 	uint32_t health_failures;     /* consecutive failed checks */
-	uint32_t reserved0;
+	uint8_t engine;               /* enum statebus_engine_kind */
+	uint8_t reserved0[3];
 	uint64_t health_checked_ns;   /* CLOCK_MONOTONIC of the last check, 0 = never */
 };
 
@@ -208,19 +218,37 @@ struct statebus_worker {
 #define STATEBUS_LOAD_HAS_REPORT 0x1u     /* a LoadStat was received */
 #define STATEBUS_LOAD_HAS_V3 0x2u         /* the V3 extension was present */
 #define STATEBUS_LOAD_HAS_THROUGHPUT 0x4u /* prefill_tokens_per_s is derived */
+#define STATEBUS_LOAD_SCRAPED 0x8u        /* from a scrape of vLLM's /metrics (the
+                                             scraped view), not a LoadStat */
 
 /* One rank's last LoadStat (SGLang LoadStat, V3 extension; sglang-wire.md
- * §12), as written by the statebus and read back by readers. Counts are
- * saturated at UINT32_MAX by the writer. */
+ * §12) or scraped /metrics (vLLM: STATEBUS_LOAD_SCRAPED), as written by the
+ * statebus and read back by readers. Counts are saturated at UINT32_MAX by
+ * the writer. A scraped record: running and waiting from
+ * vllm:num_requests_running / _waiting, num_tokens = KV usage × capacity
+ * and max_total_num_tokens = num_gpu_blocks × block_size of
+ * vllm:cache_config_info (both 0 when the capacity is not exposed), and the
+ * `scraped` members instead of the V3 ones. */
 struct statebus_load_report {
 	uint32_t flags;                       /* STATEBUS_LOAD_* */
 	uint32_t num_running_reqs;            /* requests */
 	uint32_t num_waiting_reqs;            /* requests */
 	uint32_t num_tokens;                  /* KV tokens in use */
 	uint32_t max_total_num_tokens;        /* KV capacity, tokens; 0 = unknown */
-	uint32_t num_waiting_uncached_tokens; /* V3, tokens */
-	uint32_t num_total_tokens;            /* V3, tokens */
-	uint32_t max_running_requests;        /* V3, requests */
+	union {
+		struct {                      /* HAS_V3 */
+			uint32_t num_waiting_uncached_tokens; /* tokens */
+			uint32_t num_total_tokens;            /* tokens */
+			uint32_t max_running_requests;        /* requests */
+		};
+		struct {                      /* SCRAPED */
+			uint32_t kv_usage_ppm;      /* vllm:kv_cache_usage_perc (or
+			                               gpu_cache_usage_perc) × 10^6 */
+			uint32_t prompt_tokens;     /* vllm:prompt_tokens_total, low 32 bits
+			                               (wraps: take differences mod 2^32) */
+			uint32_t generation_tokens; /* vllm:generation_tokens_total, low 32 bits */
+		} scraped;
+	};
 	float prefill_tokens_per_s;           /* writer-derived from V3 cumulative
 	                                         counters (§13); valid with HAS_THROUGHPUT */
 	uint32_t worker_gen;                  /* worker generation the report belongs to
@@ -253,6 +281,8 @@ struct statebus_load_view {
 	uint32_t dp_size;           /* expected ranks */
 	uint32_t worker_gen;
 	bool native;                /* V3 on every rank with max_total > 0, max_running > 0 */
+	bool scraped;               /* every rank's record is a scraped /metrics one */
+	double kv_usage;            /* scraped only: mean KV usage over ranks, 0..1 */
 	bool has_throughput;        /* every rank has a derived throughput */
 	uint64_t num_running_reqs;  /* Σ ranks, requests */
 	uint64_t num_waiting_reqs;  /* Σ ranks, requests */

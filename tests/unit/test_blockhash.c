@@ -403,6 +403,34 @@ START_TEST(test_id_is_signed_big_endian_top_8_bytes)
 }
 END_TEST
 
+/* Values from Python's hashlib (independent of this code). */
+START_TEST(test_lora_seed_starts_its_own_chain)
+{
+	struct sy_blockhash_digest seed;
+	sy_blockhash_lora_seed("sql-lora", 8, &seed);
+	static const uint8_t want[8] = {0x6f, 0xe1, 0x0a, 0x21, 0x81, 0x2a, 0xd5, 0xf0};
+	ck_assert_mem_eq(seed.b, want, 8);
+	struct sy_blockhash_params p;
+	ck_assert_int_eq(sy_blockhash_params_init(&p, 4, false, NULL, 0), 0);
+	const uint32_t t[4] = {1, 2, 3, 4};
+	int64_t plain, lora, other;
+	ck_assert_int_eq(sy_blockhash_chain(t, 4, &p, &plain, 1, NULL), 1);
+	p.has_seed = true;
+	p.seed = seed;
+	struct sy_blockhash_digest dg;
+	ck_assert_int_eq(sy_blockhash_chain(t, 4, &p, &lora, 1, &dg), 1);
+	ck_assert(lora == INT64_C(-8133112792504990202));
+	ck_assert(plain == INT64_C(-3488128144981237669)); /* the golden of §11 */
+	sy_blockhash_lora_seed("sql-lorb", 8, &p.seed);
+	ck_assert_int_eq(sy_blockhash_chain(t, 4, &p, &other, 1, NULL), 1);
+	ck_assert(other != lora && other != plain);
+	/* fold of extra keys [ "mm-1", 0 ] as msgpack bytes */
+	const uint8_t extra[] = {0x92, 0xa4, 'm', 'm', '-', '1', 0x00};
+	sy_blockhash_fold(&dg, extra, sizeof(extra), &dg); /* may alias */
+	ck_assert(sy_blockhash_id(&dg) == INT64_C(-5090399494305857603));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("blockhash");
@@ -426,6 +454,7 @@ int main(void)
 	tcase_add_test(d, test_4096_tokens_block_16_both_modes);
 	tcase_add_test(d, test_large_pages_are_fed_in_chunks);
 	tcase_add_test(d, test_sweep_block_sizes_against_reference);
+	tcase_add_test(d, test_lora_seed_starts_its_own_chain);
 	suite_add_tcase(s, d);
 
 	TCase *a = tcase_create("api");

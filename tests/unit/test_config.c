@@ -273,6 +273,31 @@ START_TEST(test_enum_value_outside_the_set_lists_the_names)
 }
 END_TEST
 
+START_TEST(test_worker_engine_is_auto_sglang_or_vllm)
+{
+	ck_assert_int_eq(load("workers:\n"
+			      "  - {url: http://a:1}\n"
+			      "  - {url: http://b:1, engine: sglang}\n"
+			      "  - url: http://c:1\n"
+			      "    engine: vllm\n"
+			      "    kv_events: {endpoint_port_base: 5557, replay_port_base: 5558,\n"
+			      "                topic: kv, block_size: 16, dp_size: 2}\n"
+			      "statebus: {vllm_map_blocks: 4096}\n"), SY_OK);
+	ck_assert_uint_eq(cfg.n_workers, 3);
+	ck_assert_int_eq(cfg.workers[0].engine, SY_ENGINE_AUTO);
+	ck_assert_int_eq(cfg.workers[1].engine, SY_ENGINE_SGLANG);
+	ck_assert_int_eq(cfg.workers[2].engine, SY_ENGINE_VLLM);
+	ck_assert_int_eq(cfg.workers[2].kv_events.replay_port_base, 5558);
+	ck_assert_str_eq(cfg.workers[2].kv_events.topic, "kv");
+	ck_assert_int_eq(cfg.statebus.vllm_map_blocks, 4096);
+	ck_assert_str_eq(sy_engine_kind_name(SY_ENGINE_VLLM), "vllm");
+	ck_load_fails("workers:\n  - {url: http://a:1, engine: trtllm}\n", SY_ECONFIG,
+		      "t.yaml:2:31: workers[0].engine: must be one of auto, sglang, vllm");
+	ck_load_fails("statebus: {vllm_map_blocks: 8}\n", SY_ECONFIG,
+		      "t.yaml:1:29: statebus.vllm_map_blocks: must be an integer in 16..67108864");
+}
+END_TEST
+
 START_TEST(test_duplicate_key_names_the_first_line)
 {
 	ck_load_fails("router:\n  port: 1\n  host: a\n  port: 2\n", SY_ECONFIG,
@@ -729,6 +754,7 @@ int main(void)
 	tc = tcase_create("errors");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_unknown_key_gives_file_line_col_and_dotted_path);
+	tcase_add_test(tc, test_worker_engine_is_auto_sglang_or_vllm);
 	tcase_add_test(tc, test_unknown_key_in_second_worker_kv_events_has_indexed_path);
 	tcase_add_test(tc, test_out_of_range_values_name_the_range);
 	tcase_add_test(tc, test_sequence_where_scalar_expected_is_a_wrong_type);

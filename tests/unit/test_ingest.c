@@ -1,5 +1,6 @@
 /* test_ingest.c — LoadStat → load record with derived throughput
- * (sglang-wire.md §13), medium → tiers (§7), /server_info facts (§10). */
+ * (sglang-wire.md §13), medium → tiers (§7), /server_info facts (§10),
+ * vLLM discovery (/v1/models, /version) and scraped /metrics. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -274,6 +275,88 @@ START_TEST(test_scenario_23_gaps_and_tallies_per_event_type_and_medium)
 }
 END_TEST
 
+
+START_TEST(test_vllm_models_takes_the_base_model_and_counts_adapters)
+{
+	const char body[] = "{\"object\":\"list\",\"data\":["
+			    "{\"id\":\"sql-lora\",\"object\":\"model\",\"parent\":\"llama\"},"
+			    "{\"id\":\"llama\",\"object\":\"model\",\"parent\":null},"
+			    "{\"id\":\"chat-lora\",\"parent\":\"llama\"}]}";
+	char m[STATEBUS_MODEL_MAX];
+	uint32_t n;
+	ck_assert_int_eq(sbd_vllm_models_parse(body, strlen(body), m, sizeof(m), &n), SY_OK);
+	ck_assert_str_eq(m, "llama");
+	ck_assert_uint_eq(n, 2);
+	const char bare[] = "{\"data\":[{\"id\":\"only\"}]}";
+	ck_assert_int_eq(sbd_vllm_models_parse(bare, strlen(bare), m, sizeof(m), &n), SY_OK);
+	ck_assert_str_eq(m, "only");
+	ck_assert_int_eq(sbd_vllm_models_parse("{}", 2, m, sizeof(m), &n), SY_EMALFORMED);
+	ck_assert_int_eq(sbd_vllm_models_parse("[1", 2, m, sizeof(m), &n), SY_EMALFORMED);
+	ck_assert_int_eq(sbd_vllm_models_parse(bare, strlen(bare), m, 4, &n), SY_EMALFORMED);
+	char v[32];
+	ck_assert_int_eq(sbd_vllm_version_parse("{\"version\":\"0.11.0\"}", 20, v, sizeof(v)), SY_OK);
+	ck_assert_str_eq(v, "0.11.0");
+	ck_assert_int_eq(sbd_vllm_version_parse("{\"version\":7}", 13, v, sizeof(v)), SY_EMALFORMED);
+}
+END_TEST
+
+static const char metrics_body[] =
+	"# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+	"# TYPE vllm:num_requests_running gauge\n"
+	"vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n"
+	"vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 1.0\n"
+	"vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 2.0\n"
+	"vllm:num_requests_waiting{engine=\"1\",model_name=\"m\"} 0.0\n"
+	"vllm:gpu_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.9\n"
+	"vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.25\n"
+	"vllm:gpu_cache_usage_perc{engine=\"1\",model_name=\"m\"} 0.5\n"
+	"vllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 4294967400.0\n"
+	"vllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} 17.0\n"
+	"vllm:num_requests_running_extra{engine=\"0\"} 99\n"
+	"vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} oops\n"
+	"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1000\"} 1.0\n";
+
+START_TEST(test_metrics_scrape_reads_vllm_gauges_per_rank)
+{
+	struct sbd_vllm_metrics m;
+	ck_assert_int_eq(sbd_vllm_metrics_parse(metrics_body, strlen(metrics_body), &m), SY_OK);
+	ck_assert_uint_eq(m.n_ranks, 2);
+	ck_assert_uint_eq(m.bad_lines, 1);
+	ck_assert_uint_eq(m.block_size, 16);
+	ck_assert_uint_eq(m.num_gpu_blocks, 1000);
+	struct statebus_load_report r;
+	ck_assert(sbd_vllm_metrics_report(&m, 0, 42, &r));
+	ck_assert_uint_eq(r.flags, STATEBUS_LOAD_HAS_REPORT | STATEBUS_LOAD_SCRAPED);
+	ck_assert_uint_eq(r.num_running_reqs, 3);
+	ck_assert_uint_eq(r.num_waiting_reqs, 2);
+	ck_assert_uint_eq(r.scraped.kv_usage_ppm, 250000); /* kv_cache_usage_perc wins */
+	ck_assert_uint_eq(r.max_total_num_tokens, 16000);
+	ck_assert_uint_eq(r.num_tokens, 4000);
+	ck_assert_uint_eq(r.scraped.prompt_tokens, 104); /* low 32 bits */
+	ck_assert_uint_eq(r.scraped.generation_tokens, 17);
+	ck_assert_uint_eq(r.recv_mono_ns, 42);
+	ck_assert(sbd_vllm_metrics_report(&m, 1, 42, &r));
+	ck_assert_uint_eq(r.scraped.kv_usage_ppm, 500000); /* older name alone */
+	ck_assert(!sbd_vllm_metrics_report(&m, 2, 42, &r)); /* no such rank: unknown */
+}
+END_TEST
+
+START_TEST(test_metrics_scrape_without_vllm_gauges_is_unknown_never_zero)
+{
+	struct sbd_vllm_metrics m;
+	const char other[] = "# nothing\nprocess_cpu_seconds_total 1.5\n";
+	ck_assert_int_eq(sbd_vllm_metrics_parse(other, strlen(other), &m), SY_EMALFORMED);
+	const char half[] = "vllm:num_requests_running 2\n";  /* no waiting, no engine label */
+	ck_assert_int_eq(sbd_vllm_metrics_parse(half, strlen(half), &m), SY_OK);
+	struct statebus_load_report r;
+	ck_assert(!sbd_vllm_metrics_report(&m, 0, 1, &r));
+	const char broken[] = "vllm:num_requests_running{engine=\"0\" 1\nvllm:num_requests_waiting{engine=\"x\"} 1\n";
+	ck_assert_int_eq(sbd_vllm_metrics_parse(broken, strlen(broken), &m), SY_EMALFORMED);
+	ck_assert_uint_eq(m.bad_lines, 2);
+	ck_assert_int_eq(sbd_vllm_metrics_parse("", 0, &m), SY_EMALFORMED);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -286,6 +369,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_server_info_out_of_range_dp_and_long_strings_are_invalid);
 	tcase_add_test(tc, test_server_info_bad_block_size_is_invalid);
 	tcase_add_test(tc, test_server_info_model_name);
+	tcase_add_test(tc, test_vllm_models_takes_the_base_model_and_counts_adapters);
+	tcase_add_test(tc, test_metrics_scrape_reads_vllm_gauges_per_rank);
+	tcase_add_test(tc, test_metrics_scrape_without_vllm_gauges_is_unknown_never_zero);
 	tcase_add_test(tc, test_scenario_23_gaps_and_tallies_per_event_type_and_medium);
 	suite_add_tcase(s, tc);
 	return s;

@@ -102,6 +102,81 @@ START_TEST(test_bin_hashes_are_opaque_ids_of_their_first_eight_bytes)
 }
 END_TEST
 
+START_TEST(test_vllm_map_batch_keeps_tokens_lora_extra_keys_and_group)
+{
+	struct sbd_kv_batch b;
+	ck_assert_int_eq(sbd_kv_decode(&dec, g_vllm_batch, sizeof(g_vllm_batch), &b), SY_OK);
+	ck_assert_double_eq(b.ts, 3.5);
+	ck_assert_int_eq(b.rank, 2);
+	ck_assert_uint_eq(b.n_events, 3);
+	const struct sbd_kv_event *e = &b.events[0];
+	ck_assert_uint_eq(e->type, SBD_EV_STORED);
+	ck_assert_uint_eq(e->n_hashes, 2);
+	ck_assert_int_eq(e->hashes[0], (int64_t)UINT64_C(0xaaaaaaaaaaaaaaaa));
+	ck_assert(!e->has_parent);
+	ck_assert_uint_eq(e->n_tokens, 8);
+	for (uint32_t i = 0; i < 8; i++)
+		ck_assert_uint_eq(e->tokens[i], i + 1);
+	ck_assert(!e->tokens_paired);
+	ck_assert_int_eq(e->block_size, 4);
+	ck_assert(e->has_lora_id);
+	ck_assert_int_eq(e->lora_id, 7);
+	ck_assert(e->has_lora_name);
+	ck_assert(sy_mp_str_eq(e->lora_name, e->lora_name_len, "sql-lora"));
+	ck_assert_ptr_nonnull(e->extra_keys);
+	/* the raw array: [["mm-1", 0], nil] */
+	struct sy_cursor c = sy_cursor_init(e->extra_keys, e->extra_keys_len);
+	uint32_t n;
+	ck_assert(sy_mp_read_array(&c, &n));
+	ck_assert_uint_eq(n, 2);
+	ck_assert(sy_mp_skip(&c) && sy_mp_read_nil(&c));
+	ck_assert_uint_eq(sy_cursor_avail(&c), 0);
+	ck_assert_int_eq(e->group_idx, 0);
+	ck_assert_uint_eq(e->medium, SBD_MEDIUM_GPU);
+	ck_assert_uint_eq(b.events[1].type, SBD_EV_REMOVED);
+	ck_assert_int_eq(b.events[1].group_idx, 1);
+	ck_assert_ptr_null(b.events[1].tokens);
+	ck_assert_uint_eq(b.events[2].type, SBD_EV_CLEARED);
+	ck_assert_int_eq(b.events[2].group_idx, -1);
+}
+END_TEST
+
+START_TEST(test_vllm_positional_event_reads_lora_name_and_group)
+{
+	struct sbd_kv_batch b;
+	ck_assert_int_eq(sbd_kv_decode(&dec, g_vllm_array, sizeof(g_vllm_array), &b), SY_OK);
+	ck_assert_uint_eq(b.n_events, 2);
+	const struct sbd_kv_event *e = &b.events[0];
+	ck_assert(e->has_parent);
+	ck_assert_int_eq(e->parent, 4);
+	ck_assert(!e->has_lora_id);
+	ck_assert(e->has_lora_name);
+	ck_assert(sy_mp_str_eq(e->lora_name, e->lora_name_len, "a"));
+	ck_assert_ptr_null(e->extra_keys);
+	ck_assert_int_eq(e->group_idx, 2);
+	ck_assert_uint_eq(e->tokens[7], 8);
+	ck_assert_int_eq(b.events[1].group_idx, 2);
+	ck_assert_uint_eq(b.events[1].medium, SBD_MEDIUM_ABSENT);
+}
+END_TEST
+
+START_TEST(test_tokens_of_several_events_and_pairs_are_kept_in_order)
+{
+	struct sbd_kv_batch b;
+	ck_assert_int_eq(sbd_kv_decode(&dec, g_map_batch, sizeof(g_map_batch), &b), SY_OK);
+	const struct sbd_kv_event *e = &b.events[0];
+	ck_assert(e->tokens_paired);
+	ck_assert_uint_eq(e->n_tokens, 4);
+	ck_assert_uint_eq(e->tokens[0], 1);
+	ck_assert_uint_eq(e->tokens[1], 2);
+	ck_assert_uint_eq(e->tokens[2], 2);
+	ck_assert_uint_eq(e->tokens[3], 3);
+	ck_assert_int_eq(sbd_kv_decode(&dec, g_array_batch, sizeof(g_array_batch), &b), SY_OK);
+	ck_assert_uint_eq(b.events[1].tokens[0], 5);
+	ck_assert_uint_eq(b.events[0].tokens[3], 4);
+}
+END_TEST
+
 START_TEST(test_every_truncation_of_a_golden_batch_is_refused)
 {
 	struct sbd_kv_batch b;
@@ -116,6 +191,12 @@ START_TEST(test_every_truncation_of_a_golden_batch_is_refused)
 	for (size_t n = 0; n < sizeof(g_map_batch); n++) {
 		int rc = sbd_kv_decode(&dec, g_map_batch, n, &b);
 		ck_assert_msg(rc != SY_OK, "map len %zu decoded", n);
+	}
+	for (size_t n = 0; n < sizeof(g_vllm_batch); n++) {
+		uint8_t *copy = malloc(n ? n : 1);
+		memcpy(copy, g_vllm_batch, n);
+		ck_assert_msg(sbd_kv_decode(&dec, copy, n, &b) != SY_OK, "vllm len %zu decoded", n);
+		free(copy);
 	}
 }
 END_TEST
@@ -289,6 +370,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_map_batch_with_data_parallel_rank_is_tolerated);
 	tcase_add_test(tc, test_unknown_tags_and_bad_events_are_skipped_rest_kept);
 	tcase_add_test(tc, test_bin_hashes_are_opaque_ids_of_their_first_eight_bytes);
+	tcase_add_test(tc, test_vllm_map_batch_keeps_tokens_lora_extra_keys_and_group);
+	tcase_add_test(tc, test_vllm_positional_event_reads_lora_name_and_group);
+	tcase_add_test(tc, test_tokens_of_several_events_and_pairs_are_kept_in_order);
 	tcase_add_test(tc, test_every_truncation_of_a_golden_batch_is_refused);
 	tcase_add_test(tc, test_forged_huge_lengths_fail_without_allocating);
 	tcase_add_test(tc, test_nesting_over_the_depth_cap_is_malformed);

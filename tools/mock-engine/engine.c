@@ -83,9 +83,11 @@ static void cache_output(struct mreq *r)
 	if (rc == 0) {
 		memcpy(all, r->tokens, r->n_tokens * sizeof(*all));
 		memcpy(all + r->n_tokens, out, n_out * sizeof(*all));
-		rc = mock_tok_pages(all, n, e->cfg.block_size, e->cfg.bigram, &pg);
+		rc = mock_tok_pages_seeded(all, n, e->cfg.block_size, e->cfg.bigram,
+					   mock_lora_seed(e, r->lora), &pg);
 	}
 	if (rc == 0 && pg.n > r->n_pages) {
+		rk->batch.cur_lora = r->lora;
 		r->locked = mock_cache_insert(rk->cache, pg.hashes, pg.n, r->locked,
 					      pg.tokens ? pg.tokens : all, pg.tok_per_page,
 					      &rk->batch);
@@ -150,6 +152,11 @@ static void mreq_dispose(void *p)
 	sbuf_free(&r->out);
 	sbuf_free(&r->inflight);
 	sbuf_free(&r->gen_text);
+}
+
+const struct sy_blockhash_digest *mock_lora_seed(const struct mock_engine *e, int lora)
+{
+	return lora > 0 && lora <= e->cfg.n_lora ? &e->lora_seed[lora - 1] : NULL;
 }
 
 struct mreq *mreq_new(struct mock_engine *e, h2o_req_t *req)
@@ -280,6 +287,9 @@ static void record_stats(struct mreq *r, uint64_t now)
 	};
 	mock_stats_finish(&r->eng->stats, &st);
 	r->rank->hit_prompt_tokens += st.prompt_tokens;
+	r->rank->prom_prompt_tokens += st.prompt_tokens;
+	r->rank->prom_generation_tokens += st.completion_tokens;
+	r->rank->prom_requests++;
 	r->rank->hit_cached_tokens += st.cached_tokens;
 }
 
@@ -408,6 +418,7 @@ static void prefill_done(struct mock_timer *t)
 	struct mreq *r = container_of(t, struct mreq, timer);
 	struct mock_engine *e = r->eng;
 	struct mock_rank *rk = r->rank;
+	rk->batch.cur_lora = r->lora;
 	r->locked = mock_cache_insert(rk->cache, r->hashes, r->n_pages, r->locked,
 				      r->page_tokens ? r->page_tokens : r->tokens,
 				      r->tok_per_page, &rk->batch);
@@ -708,6 +719,8 @@ int mock_engine_init(struct mock_engine *e, const struct mock_config *cfg, h2o_e
 		sy_error("tokenizer '%s' is not supported by this build", cfg->tokenizer);
 		return rc;
 	}
+	for (int i = 0; i < cfg->n_lora; i++)
+		sy_blockhash_lora_seed(cfg->lora[i], strlen(cfg->lora[i]), &e->lora_seed[i]);
 	struct sbuf mj = {0};
 	sbuf_json_str(&mj, cfg->model, strlen(cfg->model));
 	e->model_json = (char *)sbuf_cstr(&mj);
@@ -723,6 +736,8 @@ int mock_engine_init(struct mock_engine *e, const struct mock_config *cfg, h2o_e
 		if (!rk->cache)
 			return SY_ENOMEM;
 		rk->batch.medium = cfg->medium;
+		rk->batch.lora_names = e->cfg.lora;
+		rk->batch.vllm_seed = cfg->seed;
 		if (cfg->kv_port > 0) {
 			rc = mock_pub_open(&rk->kv, e->zctx, cfg->host, cfg->kv_port + i,
 					   cfg->replay_port > 0 ? cfg->replay_port + i : 0, cfg->topic,

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/blockhash.h"
 #include "tools/mock-engine/cache.h"
 #include "tools/mock-engine/kvev.h"
 #include "tools/mock-engine/loadstat.h"
@@ -39,6 +40,11 @@
 #include "tools/mock-engine/tok.h"
 
 enum mock_pd_mode { MOCK_PD_NONE = 0, MOCK_PD_PREFILL, MOCK_PD_DECODE };
+
+/* Which engine the mock speaks (--engine; docs/mock-engine.md). */
+enum mock_engine_kind { MOCK_ENGINE_SGLANG = 0, MOCK_ENGINE_VLLM = 1 };
+
+#define MOCK_MAX_LORA 8 /* --lora-modules names */
 
 /* Command-line configuration (flags.c). Strings point into argv or are
  * static; never freed. */
@@ -74,6 +80,9 @@ struct mock_config {
 	uint64_t seed;
 	int load_interval_ms;        /* idle LoadStat resend (1000) */
 	size_t max_body_bytes;       /* larger request bodies: 413 (64 MiB) */
+	int engine;                  /* enum mock_engine_kind */
+	const char *lora[MOCK_MAX_LORA]; /* vLLM LoRA adapter names served */
+	int n_lora;
 };
 
 /* Fault switches, changeable at run time (POST /mock/faults). */
@@ -107,6 +116,9 @@ struct mock_rank {
 	uint64_t hit_cached_tokens;   /* Σ their prefix-cache hits, tokens; the
 					 rank's cache_hit_rate = cached / prompt */
 	bool kick;                    /* schedule at the next tick */
+	uint64_t prom_prompt_tokens;  /* monotonic (never reset): /metrics counters */
+	uint64_t prom_generation_tokens;
+	uint64_t prom_requests;       /* finished requests */
 	struct loadstat last_ls;
 	uint64_t last_ls_us;
 	bool ls_sent;
@@ -127,6 +139,8 @@ struct mock_engine {
 	char *model_json;             /* model name as a JSON string literal */
 	struct mock_pd *pd;           /* bootstrap server / client state */
 	uint64_t started_wall_s;
+	struct sy_blockhash_digest lora_seed[MOCK_MAX_LORA]; /* chain roots of the
+					 adapters (sy_blockhash_lora_seed) */
 };
 
 enum mreq_kind { MREQ_CHAT, MREQ_COMPLETION, MREQ_GENERATE };
@@ -150,6 +164,7 @@ struct mreq {
 	size_t n_pages, tok_per_page, locked;
 	int64_t est_uncached;         /* counted in rank->waiting_uncached */
 	size_t cached_tokens;
+	int lora;                     /* vLLM LoRA adapter: 0 none, 1 + index of cfg.lora */
 	int max_tokens, generated;
 	uint64_t seed;
 	uint64_t t_arrival, t_admit, t_prefill_end, t_first;
@@ -204,6 +219,11 @@ void mock_engine_shutdown(struct mock_engine *e);
 
 /* Current LoadStat of a rank. */
 void mock_rank_loadstat(const struct mock_rank *rk, struct loadstat *out);
+
+/* Root seed of LoRA adapter `lora` (1-based, struct mreq.lora), or NULL for
+ * the base model: its pages hash in the adapter's own namespace, as the
+ * statebus re-hashes vLLM events that carry lora_name. */
+const struct sy_blockhash_digest *mock_lora_seed(const struct mock_engine *e, int lora);
 
 /* Allocates a request bound to `req` (pool-owned, disposed with it). */
 struct mreq *mreq_new(struct mock_engine *e, h2o_req_t *req);

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "common/errors.h"
@@ -41,6 +42,9 @@ static const char usage[] =
 	"  --seed N                     seed of the fault RNG\n"
 	"  --load-interval-ms N         idle LoadStat resend interval (1000)\n"
 	"  --max-body-bytes N           larger request bodies get 413 (67108864)\n"
+	"  --engine sglang|vllm         engine to emulate (sglang); vllm: vLLM's HTTP API,\n"
+	"                               /metrics, KV events (map form, 32-byte ids), no LoadStat\n"
+	"  --lora-modules A[,B...]      vllm: LoRA adapter names served (at most 8)\n"
 	"  --log-level L                debug|info|warn|error (info)\n";
 
 static int num(const char *name, const char *s, long long lo, long long hi, long long *out)
@@ -60,7 +64,7 @@ enum {
 	F_HOST = 256, F_PORT, F_MODEL, F_KV, F_LOAD, F_REPLAY, F_TOPIC, F_ENC, F_RFRAMES, F_RSTEPS,
 	F_MEDIUM, F_DP, F_BS, F_CACHE, F_TOK, F_TOKPATH, F_MAXRUN, F_PREFILL, F_DECODE, F_MAXTOK,
 	F_PD, F_BPORT, F_PDTO, F_SPEC, F_FAIL, F_STALL, F_DROP, F_SKIP, F_SEED, F_LOADINT, F_MAXBODY, F_LOG,
-	F_HELP,
+	F_ENGINE, F_LORA, F_HELP,
 };
 
 static const struct option opts[] = {
@@ -77,7 +81,8 @@ static const struct option opts[] = {
 	{"pd-timeout-ms", 1, 0, F_PDTO}, {"speculative-algorithm", 1, 0, F_SPEC},
 	{"fail-rate", 1, 0, F_FAIL}, {"stall-ms", 1, 0, F_STALL},
 	{"drop-after-tokens", 1, 0, F_DROP}, {"skip-seq-every", 1, 0, F_SKIP}, {"seed", 1, 0, F_SEED},
-	{"load-interval-ms", 1, 0, F_LOADINT}, {"max-body-bytes", 1, 0, F_MAXBODY}, {"log-level", 1, 0, F_LOG}, {"help", 0, 0, F_HELP},
+	{"load-interval-ms", 1, 0, F_LOADINT}, {"max-body-bytes", 1, 0, F_MAXBODY}, {"log-level", 1, 0, F_LOG},
+	{"engine", 1, 0, F_ENGINE}, {"lora-modules", 1, 0, F_LORA}, {"help", 0, 0, F_HELP},
 	{0, 0, 0, 0},
 };
 
@@ -166,6 +171,38 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 		case F_LOADINT: NUM(10, 60000); c->load_interval_ms = (int)v; break;
 		case F_MAXBODY: NUM(1024, 1 << 30); c->max_body_bytes = (size_t)v; break;
 		case F_LOG: *log_level = a; break;
+		case F_ENGINE:
+			if (strcasecmp(a, "sglang") == 0)
+				c->engine = MOCK_ENGINE_SGLANG;
+			else if (strcasecmp(a, "vllm") == 0)
+				c->engine = MOCK_ENGINE_VLLM;
+			else {
+				fprintf(stderr, "--engine: sglang or vllm\n");
+				return SY_EINVAL;
+			}
+			break;
+		case F_LORA: {
+			static char names[1024];
+			size_t l = strlen(a);
+			if (l == 0 || l >= sizeof(names)) {
+				fprintf(stderr, "--lora-modules: 1..1023 bytes of names\n");
+				return SY_EINVAL;
+			}
+			memcpy(names, a, l + 1);
+			c->n_lora = 0;
+			for (char *sv, *t = strtok_r(names, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+				char *eq = strchr(t, '='); /* vLLM's name=path form */
+				if (eq)
+					*eq = '\0';
+				if (c->n_lora == MOCK_MAX_LORA || t[0] == '\0') {
+					fprintf(stderr, "--lora-modules: at most %d non-empty names\n",
+						MOCK_MAX_LORA);
+					return SY_EINVAL;
+				}
+				c->lora[c->n_lora++] = t;
+			}
+			break;
+		}
 		case F_HELP: fputs(usage, stdout); return 1;
 		default: fputs(usage, stderr); return SY_EINVAL;
 		}
@@ -174,6 +211,13 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 	if (optind < argc) {
 		fprintf(stderr, "unexpected argument '%s'\n%s", argv[optind], usage);
 		return SY_EINVAL;
+	}
+	if (c->engine == MOCK_ENGINE_VLLM) {
+		/* vLLM: map-form events with bin ids, 3-frame replay answers
+		 * ["", seq, payload] ending ["", END_SEQ, ""], no LoadStat */
+		c->encoding = KVEV_ENC_VLLM;
+		c->replay_frames = 3;
+		c->load_port = 0;
 	}
 	if (c->spec_algo && (strcasecmp(c->spec_algo, "EAGLE") == 0 ||
 			     strcasecmp(c->spec_algo, "EAGLE3") == 0 ||

@@ -69,7 +69,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		return route_infer(e, req, MREQ_CHAT);
 	if (h2o_memis(path.base, path.len, H2O_STRLIT("/v1/completions")))
 		return route_infer(e, req, MREQ_COMPLETION);
-	if (h2o_memis(path.base, path.len, H2O_STRLIT("/generate")))
+	if (h2o_memis(path.base, path.len, H2O_STRLIT("/generate")) &&
+	    e->cfg.engine != MOCK_ENGINE_VLLM)
 		return route_infer(e, req, MREQ_GENERATE);
 	bool handled = false;
 	int rc = route_admin(e, req, &handled);

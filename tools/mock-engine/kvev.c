@@ -2,6 +2,8 @@
  * encoding of a batch in both event encodings (see kvev.h). */
 #include "tools/mock-engine/kvev.h"
 
+#include <openssl/evp.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +70,7 @@ int kvev_batch_store(struct kvev_batch *b, bool has_parent, int64_t parent,
 	if (b->n > 0) {
 		struct kvev *t = &b->ev[b->n - 1];
 		if (t->type == KVEV_STORED && t->block_size == block_size && has_parent &&
+		    t->lora == b->cur_lora &&
 		    t->n_hashes > 0 && t->hashes[t->n_hashes - 1] == parent)
 			return append(t, hashes, n, tokens, ntok);
 	}
@@ -77,6 +80,7 @@ int kvev_batch_store(struct kvev_batch *b, bool has_parent, int64_t parent,
 	e->has_parent = has_parent;
 	e->parent = parent;
 	e->block_size = block_size;
+	e->lora = b->cur_lora;
 	int rc = append(e, hashes, n, tokens, ntok);
 	if (rc)
 		b->n--;
@@ -209,6 +213,88 @@ static void pack_map_event(msgpack_packer *pk, const struct kvev *e, const char 
 	}
 }
 
+void kvev_vllm_id(uint64_t seed, int64_t id, uint8_t out[32])
+{
+	static const char dom[] = "switchyard-mock-vllm-v1";
+	uint8_t msg[sizeof(dom) - 1 + 16];
+	memcpy(msg, dom, sizeof(dom) - 1);
+	for (int i = 0; i < 8; i++) {
+		msg[sizeof(dom) - 1 + i] = (uint8_t)(seed >> (56 - 8 * i));
+		msg[sizeof(dom) - 1 + 8 + i] = (uint8_t)((uint64_t)id >> (56 - 8 * i));
+	}
+	unsigned int len = 32;
+	(void)EVP_Digest(msg, sizeof(msg), out, &len, EVP_sha256(), NULL);
+}
+
+static void pack_vllm_id(msgpack_packer *pk, uint64_t seed, int64_t id)
+{
+	uint8_t b[32];
+	kvev_vllm_id(seed, id, b);
+	msgpack_pack_bin(pk, sizeof(b));
+	msgpack_pack_bin_body(pk, b, sizeof(b));
+}
+
+static void pack_vllm_event(msgpack_packer *pk, const struct kvev *e, const struct kvev_batch *b)
+{
+	const char *medium = b->medium;
+	switch (e->type) {
+	case KVEV_STORED:
+		msgpack_pack_map(pk, 8);
+		pack_cstr(pk, "type");
+		pack_cstr(pk, "BlockStored");
+		pack_cstr(pk, "block_hashes");
+		msgpack_pack_array(pk, e->n_hashes);
+		for (size_t i = 0; i < e->n_hashes; i++)
+			pack_vllm_id(pk, b->vllm_seed, e->hashes[i]);
+		pack_cstr(pk, "parent_block_hash");
+		if (e->has_parent)
+			pack_vllm_id(pk, b->vllm_seed, e->parent);
+		else
+			msgpack_pack_nil(pk);
+		pack_cstr(pk, "token_ids");
+		msgpack_pack_array(pk, e->n_tokens);
+		for (size_t i = 0; i < e->n_tokens; i++)
+			msgpack_pack_uint32(pk, e->tokens[i]);
+		pack_cstr(pk, "block_size");
+		msgpack_pack_uint32(pk, e->block_size);
+		pack_cstr(pk, "lora_id");
+		if (e->lora > 0)
+			msgpack_pack_int(pk, e->lora);
+		else
+			msgpack_pack_nil(pk);
+		pack_cstr(pk, "medium");
+		if (medium)
+			pack_cstr(pk, medium);
+		else
+			msgpack_pack_nil(pk);
+		pack_cstr(pk, "lora_name");
+		if (e->lora > 0 && b->lora_names)
+			pack_cstr(pk, b->lora_names[e->lora - 1]);
+		else
+			msgpack_pack_nil(pk);
+		break;
+	case KVEV_REMOVED:
+		msgpack_pack_map(pk, 3);
+		pack_cstr(pk, "type");
+		pack_cstr(pk, "BlockRemoved");
+		pack_cstr(pk, "block_hashes");
+		msgpack_pack_array(pk, e->n_hashes);
+		for (size_t i = 0; i < e->n_hashes; i++)
+			pack_vllm_id(pk, b->vllm_seed, e->hashes[i]);
+		pack_cstr(pk, "medium");
+		if (medium)
+			pack_cstr(pk, medium);
+		else
+			msgpack_pack_nil(pk);
+		break;
+	case KVEV_CLEARED:
+		msgpack_pack_map(pk, 1);
+		pack_cstr(pk, "type");
+		pack_cstr(pk, "AllBlocksCleared");
+		break;
+	}
+}
+
 /* Packer sink that remembers an allocation failure, so one check at the end
  * covers every pack call. */
 struct sink {
@@ -230,6 +316,21 @@ int kvev_encode(const struct kvev_batch *b, double ts, int rank, enum kvev_encod
 	struct sink sk = {out, 0};
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, &sk, sink_write);
+	if (enc == KVEV_ENC_VLLM) {
+		msgpack_pack_map(&pk, 3);
+		pack_cstr(&pk, "ts");
+		msgpack_pack_double(&pk, ts);
+		pack_cstr(&pk, "events");
+		msgpack_pack_array(&pk, b->n);
+		for (size_t i = 0; i < b->n; i++)
+			pack_vllm_event(&pk, &b->ev[i], b);
+		pack_cstr(&pk, "data_parallel_rank");
+		if (rank < 0)
+			msgpack_pack_nil(&pk);
+		else
+			msgpack_pack_int(&pk, rank);
+		return sk.failed ? SY_ENOMEM : 0;
+	}
 	msgpack_pack_array(&pk, 3);
 	msgpack_pack_double(&pk, ts);
 	msgpack_pack_array(&pk, b->n);
@@ -252,6 +353,8 @@ int kvev_encoding_parse(const char *s, enum kvev_encoding *out)
 		*out = KVEV_ENC_ARRAY;
 	else if (strcmp(s, "map") == 0)
 		*out = KVEV_ENC_MAP;
+	else if (strcmp(s, "vllm") == 0)
+		*out = KVEV_ENC_VLLM;
 	else
 		return SY_EINVAL;
 	return 0;

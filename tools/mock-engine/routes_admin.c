@@ -1,6 +1,9 @@
 /* routes_admin.c — GET /health, /v1/models, /server_info, /v1/loads,
  * /get_load; /flush_cache; the mock's own /mock/stats, /mock/reset,
- * /mock/faults, /mock/restart_events. */
+ * /mock/faults, /mock/restart_events. With --engine vllm: vLLM's routes
+ * instead — /v1/models (base model and LoRA adapters), /version, /metrics
+ * (Prometheus text, vllm: names), POST /reset_prefix_cache — and none of
+ * SGLang's (/server_info, /v1/loads, /get_load, /flush_cache answer 404). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +172,97 @@ static const char *set_faults(struct mock_engine *e, h2o_req_t *req)
 	return err;
 }
 
+/* vLLM's GET /v1/models: the base model, then each LoRA adapter with the
+ * base as parent (vllm/entrypoints/openai/protocol.py ModelCard). */
+static void vllm_models(struct mock_engine *e, struct sbuf *o)
+{
+	sbuf_printf(o,
+		    "{\"object\":\"list\",\"data\":[{\"id\":%s,\"object\":\"model\",\"created\":%" PRIu64
+		    ",\"owned_by\":\"vllm\",\"root\":%s,\"parent\":null,\"max_model_len\":%zu,"
+		    "\"permission\":[]}",
+		    e->model_json, e->started_wall_s, e->model_json, e->cfg.cache_tokens);
+	for (int i = 0; i < e->cfg.n_lora; i++) {
+		sbuf_puts(o, ",{\"id\":");
+		put_str(o, e->cfg.lora[i]);
+		sbuf_printf(o, ",\"object\":\"model\",\"created\":%" PRIu64 ",\"owned_by\":\"vllm\","
+			       "\"root\":", e->started_wall_s);
+		put_str(o, e->cfg.lora[i]);
+		sbuf_printf(o, ",\"parent\":%s,\"max_model_len\":null,\"permission\":[]}", e->model_json);
+	}
+	sbuf_puts(o, "]}");
+}
+
+/* vLLM's Prometheus exposition (vllm/v1/metrics/loggers.py names): one
+ * sample per DP rank, labelled engine="<rank>" and model_name. */
+static void vllm_metrics(struct mock_engine *e, struct sbuf *o)
+{
+	static const char *const help[][3] = {
+		{"vllm:num_requests_running", "gauge", "Number of requests in model execution batches."},
+		{"vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed."},
+		{"vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage."},
+		{"vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage. 1 means 100 percent usage."},
+		{"vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed."},
+		{"vllm:generation_tokens_total", "counter", "Number of generation tokens processed."},
+		{"vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in tokens."},
+		{"vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in tokens."},
+	};
+	for (size_t m = 0; m < sizeof(help) / sizeof(help[0]); m++) {
+		sbuf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", help[m][0], help[m][2], help[m][0],
+			    help[m][1]);
+		for (int i = 0; i < e->cfg.dp_size; i++) {
+			const struct mock_rank *rk = &e->ranks[i];
+			size_t cap = mock_cache_capacity_pages(rk->cache);
+			double usage = cap ? (double)mock_cache_pages(rk->cache) / (double)cap : 0.0;
+			sbuf_printf(o, "%s{engine=\"%d\",model_name=%s} ", help[m][0], i, e->model_json);
+			switch (m) {
+			case 0: sbuf_printf(o, "%" PRId64 ".0\n", rk->n_running); break;
+			case 1: sbuf_printf(o, "%" PRId64 ".0\n", rk->n_waiting); break;
+			case 2:
+			case 3: sbuf_printf(o, "%.6f\n", usage); break;
+			case 4: sbuf_printf(o, "%" PRIu64 ".0\n", rk->prom_prompt_tokens); break;
+			case 5: sbuf_printf(o, "%" PRIu64 ".0\n", rk->prom_generation_tokens); break;
+			case 6: sbuf_printf(o, "%" PRIu64 ".0\n", rk->prom_prompt_tokens); break;
+			default: sbuf_printf(o, "%" PRIu64 ".0\n", rk->hit_cached_tokens); break;
+			}
+		}
+	}
+	sbuf_printf(o, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+		       "# TYPE vllm:cache_config_info gauge\n"
+		       "vllm:cache_config_info{block_size=\"%u\",enable_prefix_caching=\"True\","
+		       "num_gpu_blocks=\"%zu\"} 1.0\n",
+		    e->cfg.block_size, mock_cache_capacity_pages(e->ranks[0].cache));
+}
+
+/* vLLM mode: its own routes. Returns false for a path it does not serve. */
+static bool route_vllm(struct mock_engine *e, h2o_req_t *req, struct sbuf *o)
+{
+	if (is(req, "/v1/models")) {
+		vllm_models(e, o);
+		http_reply(req, 200, "application/json", o);
+	} else if (is(req, "/version")) {
+		sbuf_puts(o, "{\"version\":\"0.11.0\"}");
+		http_reply(req, 200, "application/json", o);
+	} else if (is(req, "/metrics")) {
+		vllm_metrics(e, o);
+		http_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", o);
+	} else if (is(req, "/reset_prefix_cache")) {
+		if (!is_post(req))
+			http_error(req, 405, "MethodNotAllowed", "use POST");
+		else if (mock_engine_flush_cache(e) == 0)
+			http_reply(req, 200, NULL, NULL);
+		else
+			http_error(req, 400, "BadRequestError",
+				   "prefix cache not reset: there are running or waiting requests");
+	} else if (is(req, "/server_info") || is(req, "/get_server_info") ||
+		   is(req, "/v1/loads") || is(req, "/get_load") || is(req, "/flush_cache") ||
+		   is(req, "/health_generate")) {
+		http_error(req, 404, "NotFoundError", "Not Found");
+	} else {
+		return false;
+	}
+	return true;
+}
+
 static bool query_is(h2o_req_t *req, const char *name, const char *val)
 {
 	h2o_iovec_t v = http_query_param(req, name);
@@ -179,7 +273,9 @@ int route_admin(struct mock_engine *e, h2o_req_t *req, bool *handled)
 {
 	struct sbuf o = {0};
 	*handled = true;
-	if (is(req, "/health") || is(req, "/health_generate")) {
+	if (e->cfg.engine == MOCK_ENGINE_VLLM && route_vllm(e, req, &o)) {
+		/* answered */
+	} else if (is(req, "/health") || is(req, "/health_generate")) {
 		http_reply(req, 200, "text/plain", NULL);
 	} else if (is(req, "/v1/models")) {
 		sbuf_printf(&o,

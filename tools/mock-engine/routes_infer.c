@@ -149,10 +149,30 @@ static const char *read_bootstrap(struct mock_engine *e, struct mreq *r, json_t 
 	return NULL;
 }
 
+/* vLLM: `model` names the base model or one of the LoRA adapters
+ * (--lora-modules); anything else is vLLM's 404. SGLang mode ignores it.
+ * Returns false when the model is unknown. */
+static bool read_model(struct mock_engine *e, struct mreq *r, json_t *root)
+{
+	r->lora = 0;
+	if (e->cfg.engine != MOCK_ENGINE_VLLM)
+		return true;
+	const char *m = json_string_value(json_object_get(root, "model"));
+	if (m == NULL || strcmp(m, e->cfg.model) == 0)
+		return true;
+	for (int i = 0; i < e->cfg.n_lora; i++)
+		if (strcmp(m, e->cfg.lora[i]) == 0) {
+			r->lora = i + 1;
+			return true;
+		}
+	return false;
+}
+
 static const char *hash_pages(struct mock_engine *e, struct mreq *r)
 {
 	struct mock_pages pg;
-	int rc = mock_tok_pages(r->tokens, r->n_tokens, e->cfg.block_size, e->cfg.bigram, &pg);
+	int rc = mock_tok_pages_seeded(r->tokens, r->n_tokens, e->cfg.block_size, e->cfg.bigram,
+				       mock_lora_seed(e, r->lora), &pg);
 	if (rc)
 		return rc == SY_ENOMEM ? "out of memory" : "block hashing failed";
 	r->hashes = pg.hashes;
@@ -185,6 +205,15 @@ int route_infer(struct mock_engine *e, h2o_req_t *req, enum mreq_kind kind)
 	}
 	struct mreq *r = mreq_new(e, req);
 	r->kind = kind;
+	if (!read_model(e, r, root)) {
+		char msg[300];
+		const char *m = json_string_value(json_object_get(root, "model"));
+		snprintf(msg, sizeof(msg), "The model `%.200s` does not exist.", m ? m : "");
+		json_decref(root);
+		e->stats.bad_requests++;
+		mreq_fail(r, 404, "NotFoundError", msg);
+		return 0;
+	}
 	json_t *stream = json_object_get(root, "stream");
 	r->stream = json_is_true(stream);
 	r->include_usage =

@@ -129,8 +129,8 @@ size_t mock_tok_full_pages(size_t n, uint32_t block_size, bool bigram)
 	return units / block_size;
 }
 
-ssize_t mock_tok_page_hashes(const uint32_t *tokens, size_t n, uint32_t block_size,
-			     bool bigram, int64_t *ids, size_t cap)
+static ssize_t page_hashes(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
+			   const struct sy_blockhash_digest *seed, int64_t *ids, size_t cap)
 {
 	size_t pages = mock_tok_full_pages(n, block_size, bigram);
 	if (pages > cap)
@@ -143,11 +143,27 @@ ssize_t mock_tok_page_hashes(const uint32_t *tokens, size_t n, uint32_t block_si
 	int rc = sy_blockhash_params_init(&p, block_size, bigram, NULL, 0);
 	if (rc)
 		return rc;
+	if (seed) {
+		p.has_seed = true;
+		p.seed = *seed;
+	}
 	return sy_blockhash_chain(tokens, used, &p, ids, cap, NULL);
+}
+
+ssize_t mock_tok_page_hashes(const uint32_t *tokens, size_t n, uint32_t block_size,
+			     bool bigram, int64_t *ids, size_t cap)
+{
+	return page_hashes(tokens, n, block_size, bigram, NULL, ids, cap);
 }
 
 int mock_tok_pages(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
 		   struct mock_pages *out)
+{
+	return mock_tok_pages_seeded(tokens, n, block_size, bigram, NULL, out);
+}
+
+int mock_tok_pages_seeded(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
+			  const struct sy_blockhash_digest *seed, struct mock_pages *out)
 {
 	*out = (struct mock_pages){0};
 	if (block_size == 0)
@@ -156,7 +172,7 @@ int mock_tok_pages(const uint32_t *tokens, size_t n, uint32_t block_size, bool b
 	int64_t *ids = malloc((pages ? pages : 1) * sizeof(*ids));
 	if (!ids)
 		return SY_ENOMEM;
-	ssize_t k = mock_tok_page_hashes(tokens, n, block_size, bigram, ids, pages);
+	ssize_t k = page_hashes(tokens, n, block_size, bigram, seed, ids, pages);
 	if (k < 0 || (size_t)k != pages) {
 		free(ids);
 		return k < 0 ? (int)k : SY_EINVAL;

@@ -71,6 +71,12 @@ struct mock_pages {
 int mock_tok_pages(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
 		   struct mock_pages *out);
 
+/* mock_tok_pages() with the chain's first page seeded by `seed` (NULL =
+ * unseeded, the same as mock_tok_pages): a LoRA adapter's namespace. */
+struct sy_blockhash_digest;
+int mock_tok_pages_seeded(const uint32_t *tokens, size_t n, uint32_t block_size, bool bigram,
+			  const struct sy_blockhash_digest *seed, struct mock_pages *out);
+
 /* Frees what mock_tok_pages() allocated; `p` is left empty. */
 void mock_tok_pages_free(struct mock_pages *p);
 
