@@ -262,6 +262,13 @@ struct sy_config_statebus {
 	int heartbeat_interval_ms;    /* statebus heartbeat in the region header */
 	int affinity_sweep_interval_secs; /* affinity idle-expiry sweep period (statebus,
 	                                     or the router master without one); 60 */
+	int prediction_ttl_ms;        /* lifetime of a predicted index entry since its
+	                                 last prediction, ms; 30000 */
+	int prediction_drain_ms;      /* longest wait of the statebus loop between two
+	                                 drains of the prediction rings, ms; 2 */
+	int64_t prediction_capacity_tokens; /* KV capacity per worker, tokens, bounding its
+	                                 predicted blocks; 0 = /server_info
+	                                 max_total_num_tokens (none: pool bound only) */
 };
 
 struct sy_config {

@@ -315,6 +315,9 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, replay_timeout_ms, 10, 600000, 2000, 0),
 	SY_CFG_INT_F(B, heartbeat_interval_ms, 10, 60000, 1000, 0),
 	SY_CFG_INT_F(B, affinity_sweep_interval_secs, 1, 86400, 60, 0),
+	SY_CFG_INT_F(B, prediction_ttl_ms, 10, 86400000, 30000, 0),
+	SY_CFG_INT_F(B, prediction_drain_ms, 1, 1000, 2, 0),
+	SY_CFG_INT_F(B, prediction_capacity_tokens, 0, INT64_MAX, 0, 0),
 };
 static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);
