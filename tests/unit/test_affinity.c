@@ -284,7 +284,7 @@ START_TEST(test_bindings_survive_close_reopen_and_index_reset)
 	ck_assert_uint_eq(b.worker_gen, wgen[3]);
 	struct statebus_header_info h;
 	statebus_region_info(r, &h);
-	ck_assert_uint_eq(h.layout_version, 4);
+	ck_assert_uint_eq(h.layout_version, STATEBUS_LAYOUT_VERSION);
 	ck_assert_uint_eq(h.params.affinity_entries, 4096);
 	ck_assert_uint_eq(h.affinity_size, 4096 * 64);
 }
