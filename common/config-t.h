@@ -275,6 +275,13 @@ struct sy_config_statebus {
 	int metrics_interval_ms;      /* scrape period of vLLM workers' /metrics; 0 = off */
 	int vllm_map_blocks;          /* capacity of the vLLM engine id → own id map in
 	                                 blocks, all vLLM workers together (68 B each) */
+	int prediction_ttl_ms;        /* lifetime of a predicted index entry since its
+	                                 last prediction, ms; 30000 */
+	int prediction_drain_ms;      /* longest wait of the statebus loop between two
+	                                 drains of the prediction rings, ms; 2 */
+	int64_t prediction_capacity_tokens; /* KV capacity per worker, tokens, bounding its
+	                                 predicted blocks; 0 = /server_info
+	                                 max_total_num_tokens (none: pool bound only) */
 };
 
 struct sy_config {

@@ -352,6 +352,9 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, affinity_sweep_interval_secs, 1, 86400, 60, 0),
 	SY_CFG_INT_F(B, metrics_interval_ms, 0, 3600000, 500, 0),
 	SY_CFG_INT_F(B, vllm_map_blocks, 16, 1 << 26, 131072, 0),
+	SY_CFG_INT_F(B, prediction_ttl_ms, 10, 86400000, 30000, 0),
+	SY_CFG_INT_F(B, prediction_drain_ms, 1, 1000, 2, 0),
+	SY_CFG_INT_F(B, prediction_capacity_tokens, 0, INT64_MAX, 0, 0),
 };
 static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);

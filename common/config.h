@@ -44,7 +44,8 @@
  *              discovery_timeout_ms: 2000, discovery_attempts: 3,
  *              discovery_backoff_ms: 100, discovery_retry_ms: 5000,
  *              replay_timeout_ms: 2000, heartbeat_interval_ms: 1000,
- *              affinity_sweep_interval_secs: 60}
+ *              affinity_sweep_interval_secs: 60, prediction_ttl_ms: 30000,
+ *              prediction_drain_ms: 2, prediction_capacity_tokens: 0}
  *   router (selection keys): session_id_header: x-session-id,
  *              routing_key_header: x-sgl-routing-key,
  *              ttft_slo_policy / tps_slo_policy: disabled|best_effort|slo_first

@@ -221,7 +221,7 @@ static int match_step(const struct match_walk *w, uint32_t c, const sb_index_own
 		      uint32_t na, uint8_t *tiers)
 {
 	const struct sb_index_node *n = &w->nodes[c];
-	const sb_index_owner key_mask = ~(UINT64_C(0xf) << 60);
+	const sb_index_owner key_mask = SB_OWN_KEY_MASK;
 	for (int tries = 0; tries < SB_SEQ_RETRIES; tries++) {
 		uint32_t s;
 		if (!sb_seq_read_begin(&n->seq, &s)) {
@@ -293,9 +293,11 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 	for (int x = 0; x < k && cnt < cap; x++) {
 		if (!owner_current(r, own[x]))
 			continue;
+		/* predicted_depth holds the confirmed depth during the walk */
 		out[cnt] = (struct statebus_index_match){
 			.worker = SB_OWN_WORKER(own[x]), .worker_gen = SB_OWN_GEN(own[x]),
-			.rank = SB_OWN_RANK(own[x]), .depth = 1, .tiers = SB_OWN_TIERS(own[x])};
+			.rank = SB_OWN_RANK(own[x]), .depth = 1, .tiers = SB_OWN_TIERS(own[x]),
+			.predicted_depth = (SB_OWN_TIERS(own[x]) & STATEBUS_TIER_ALL) ? 1 : 0};
 		alive[na] = (uint32_t)cnt;
 		own[na++] = SB_OWN(out[cnt].worker_gen, out[cnt].worker, out[cnt].rank, 0);
 		cnt++;
@@ -328,6 +330,8 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 			struct statebus_index_match *e = &out[alive[a]];
 			e->depth = (uint32_t)i + 1;
 			e->tiers = t;
+			if ((t & STATEBUS_TIER_ALL) && e->predicted_depth == (uint32_t)i)
+				e->predicted_depth = (uint32_t)i + 1;
 			alive[m] = alive[a];
 			own[m++] = own[a];
 		}
@@ -335,6 +339,8 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 		parent = c;
 	}
 	statebus_read_leave(r);
+	for (size_t x = 0; x < cnt; x++)
+		out[x].predicted_depth = out[x].depth - out[x].predicted_depth;
 	return (int)cnt;
 }
 
@@ -362,7 +368,9 @@ int statebus_index_path(struct statebus_region *r, const int64_t *hashes, size_t
 				continue;
 			out[cnt++] = (struct statebus_index_match){
 				.worker = SB_OWN_WORKER(own[x]), .worker_gen = SB_OWN_GEN(own[x]),
-				.rank = SB_OWN_RANK(own[x]), .depth = depth, .tiers = SB_OWN_TIERS(own[x])};
+				.rank = SB_OWN_RANK(own[x]), .depth = depth, .tiers = SB_OWN_TIERS(own[x]),
+				.predicted_depth =
+					(SB_OWN_TIERS(own[x]) & STATEBUS_TIER_ALL) ? 0 : depth};
 		}
 	}
 	statebus_read_leave(r);
@@ -442,7 +450,7 @@ int statebus_index_owner_stats(struct statebus_region *r, int64_t worker,
 					.worker = w, .worker_gen = g, .rank = rk};
 			}
 			acc[e].blocks++;
-			for (int b = 0; b < 4; b++)
+			for (int b = 0; b < 5; b++)
 				if (t & (1u << b))
 					acc[e].tier_blocks[b]++;
 		}
@@ -643,6 +651,21 @@ static void touch_up(struct statebus_region *r, uint32_t p)
 
 /* ------------------------------------------------- writer: link, unlink */
 
+/* Releases the predicted entries of every predicted owner of node i (the
+ * node is being unlinked; its owner words stay for readers, I6). */
+static void forget_predicted(struct statebus_region *r, uint32_t i)
+{
+	struct sb_index_node *n = inode(r, i);
+	if (SB_OWN_TIERS(n->own0) & STATEBUS_TIER_PREDICTED)
+		(void)sb_pred_forget(r, i, SB_OWN_WORKER(n->own0), SB_OWN_RANK(n->own0), 0);
+	for (uint32_t j = n->ovf; j != 0; j = iovf(r, j)->next)
+		for (int x = 0; x < SB_INDEX_OVF_OWNERS; x++) {
+			sb_index_owner o = iovf(r, j)->own[x];
+			if (SB_OWN_TIERS(o) & STATEBUS_TIER_PREDICTED)
+				(void)sb_pred_forget(r, i, SB_OWN_WORKER(o), SB_OWN_RANK(o), 0);
+		}
+}
+
 /* Unlinks live node i from its bucket chain, its parent and the LRU, and
  * queues it for retirement (stamped at the end of the operation). */
 static void node_unlink(struct statebus_region *r, uint32_t i)
@@ -657,6 +680,8 @@ static void node_unlink(struct statebus_region *r, uint32_t i)
 		link = &inode(r, *link)->hnext;
 	}
 	CMM_STORE_SHARED(*link, n->hnext); /* readers on n keep walking via n->hnext */
+	if (n->flags & SB_INODE_PRED)
+		forget_predicted(r, i);
 	if (n->parent != 0)
 		inode(r, n->parent)->nchildren--;
 	lru_unlink(r, i);
@@ -787,6 +812,12 @@ static int owner_add(struct statebus_region *r, uint32_t i, uint32_t worker, uin
 	sb_index_owner *o = owner_find(r, n, worker, rank, &free_slot);
 	if (o != NULL) {
 		uint32_t t = SB_OWN_GEN(*o) == gen ? (SB_OWN_TIERS(*o) | tiers) : tiers;
+		if ((SB_OWN_TIERS(*o) & STATEBUS_TIER_PREDICTED) && !(tiers & STATEBUS_TIER_PREDICTED)) {
+			/* an engine-reported tier confirms (same generation) or
+			 * replaces (older one) the prediction */
+			t &= ~STATEBUS_TIER_PREDICTED;
+			(void)sb_pred_forget(r, i, worker, rank, SB_OWN_GEN(*o) == gen ? 1 : 0);
+		}
 		sb_index_owner v = SB_OWN(gen, worker, rank, t);
 		if (v != *o) {
 			uint32_t s = sb_seq_write_begin(&n->seq);
@@ -818,9 +849,10 @@ static int owner_add(struct statebus_region *r, uint32_t i, uint32_t worker, uin
 
 /* Clears `tiers` of the ownerships on node i matching worker and rank
  * (rank UINT32_MAX = every rank); ownerships left without tiers are
- * dropped. Returns true if anything changed. */
+ * dropped. With `forget`, a cleared predicted tier also releases its
+ * predicted entry. Returns true if anything changed. */
 static bool owner_clear(struct statebus_region *r, uint32_t i, uint32_t worker, uint32_t rank,
-			uint32_t tiers)
+			uint32_t tiers, bool forget)
 {
 	struct sb_index_hdr *h = &r->hdr->index;
 	struct sb_index_node *n = inode(r, i);
@@ -837,6 +869,8 @@ static bool owner_clear(struct statebus_region *r, uint32_t i, uint32_t worker, 
 				open = true;
 			}
 			uint32_t t = SB_OWN_TIERS(*o) & ~tiers;
+			if (forget && (SB_OWN_TIERS(*o) & tiers & STATEBUS_TIER_PREDICTED))
+				(void)sb_pred_forget(r, i, worker, SB_OWN_RANK(*o), 0);
 			if (t == 0) {
 				CMM_STORE_SHARED(*o, 0);
 				n->nowners--;
@@ -1011,7 +1045,7 @@ int statebus_index_remove(struct statebus_region *r, uint32_t worker, uint32_t r
 			struct sb_index_node *nn = inode(r, i);
 			if (nn->hash != hashes[k] || (nn->flags & SB_INODE_LIVE) == 0)
 				continue;
-			if (owner_clear(r, i, worker, rank, tiers))
+			if (owner_clear(r, i, worker, rank, tiers | STATEBUS_TIER_PREDICTED, true))
 				prune_up(r, i, 0);
 		}
 	}
@@ -1028,7 +1062,7 @@ static void clear_owner_everywhere(struct statebus_region *r, uint32_t worker, u
 	for (uint32_t i = 1; i <= hw; i++) {
 		if ((inode(r, i)->flags & SB_INODE_LIVE) == 0)
 			continue;
-		if (owner_clear(r, i, worker, rank, STATEBUS_TIER_ALL))
+		if (owner_clear(r, i, worker, rank, SB_TIER_EVERY, true))
 			prune_up(r, i, 0);
 	}
 	op_end(r);
@@ -1066,6 +1100,7 @@ int statebus_index_reset(struct statebus_region *r)
 	h->busy = 1;
 	h->resets = resets + 1;
 	h->hold = sb_epoch_stamp(r); /* pools reused only after this grace period */
+	sb_pred_reset(r);
 	(void)uatomic_add_return(&hd->index_incarnation, 1);
 	CMM_STORE_SHARED(h->busy, 0);
 	return SY_OK;
@@ -1077,4 +1112,108 @@ int sb_index_repair(struct statebus_region *r)
 		return 0;
 	(void)statebus_index_reset(r);
 	return 1;
+}
+
+/* ---------------------------------------------------- writer: predicted */
+
+void sb_index_op_begin(struct statebus_region *r) { op_begin(r); }
+void sb_index_op_end(struct statebus_region *r) { op_end(r); }
+
+void sb_index_unpredict(struct statebus_region *r, uint32_t node, uint32_t worker, uint32_t rank)
+{
+	if (node == 0 || node > r->hdr->index_nodes)
+		return;
+	if ((inode(r, node)->flags & SB_INODE_LIVE) == 0)
+		return;
+	if (owner_clear(r, node, worker, rank, STATEBUS_TIER_PREDICTED, false))
+		prune_up(r, node, 0);
+}
+
+/* Predicted ownership of (worker, gen, rank) on node c, unless the
+ * ownership already holds an engine-reported tier of that generation
+ * (then nothing changes). Records the predicted entry first, so a
+ * predicted bit never exists without one. Returns SY_OK, 1 when the
+ * ownership is confirmed already, SY_ENOSPC (entry pool full). */
+static int predict_on(struct statebus_region *r, uint32_t c, uint32_t worker, uint32_t gen,
+		      uint32_t rank, uint64_t now_ns)
+{
+	struct sb_index_node *n = inode(r, c);
+	sb_index_owner *free_slot;
+	sb_index_owner *o = owner_find(r, n, worker, rank, &free_slot);
+	if (o != NULL && SB_OWN_GEN(*o) == gen && (SB_OWN_TIERS(*o) & STATEBUS_TIER_ALL))
+		return 1;
+	int rc = sb_pred_touch(r, c, worker, gen, rank, now_ns);
+	if (rc != SY_OK)
+		return rc;
+	n->flags |= SB_INODE_PRED;
+	if (owner_add(r, c, worker, gen, rank, STATEBUS_TIER_PREDICTED) != SY_OK) {
+		(void)sb_pred_forget(r, c, worker, rank, 0);
+		return SY_ENOSPC;
+	}
+	return SY_OK;
+}
+
+int statebus_index_predict(struct statebus_region *r, uint32_t worker, uint32_t gen, uint32_t rank,
+			   const int64_t *hashes, size_t n, uint64_t now_ns)
+{
+	sb_assert_writer(r);
+	if (worker >= r->hdr->max_workers || rank >= r->hdr->max_dp_ranks ||
+	    n > STATEBUS_INDEX_CHAIN_MAX || (n > 0 && hashes == NULL))
+		return SY_EINVAL;
+	const struct sb_worker_rec *wr = sb_worker_at(r, worker);
+	if (wr->w.state != STATEBUS_WORKER_ACTIVE || wr->w.generation != gen)
+		return SY_ESTALE;
+	uint64_t cap = sb_pworker_at(r, worker)->capacity_blocks;
+	if (cap != 0 && n > cap)
+		n = (size_t)cap; /* the engine cannot hold more: keep the prefix */
+	if (n == 0)
+		return SY_OK;
+	struct sb_index_hdr *h = &r->hdr->index;
+	op_begin(r);
+	sb_pred_sync_gen(r, worker, gen);
+	make_room(r, 0);
+	uint32_t cur = 0;
+	int rc = SY_OK;
+	for (size_t i = 0; i < n && rc == SY_OK; i++) {
+		uint32_t c = find_child(r, cur, hashes[i]);
+		if (c == 0) {
+			if (!sb_pred_room(r, worker, now_ns)) {
+				rc = SY_ENOSPC;
+				break;
+			}
+			c = node_alloc(r, cur);
+			if (c == 0) {
+				rc = SY_ENOSPC;
+				break;
+			}
+			struct sb_index_node *nn = inode(r, c);
+			nn->hash = hashes[i];
+			nn->parent = cur;
+			nn->flags = SB_INODE_LIVE | SB_INODE_PRED;
+			nn->stamp = now_ns;
+			SB_BUG_ON(sb_pred_touch(r, c, worker, gen, rank, now_ns) != SY_OK);
+			nn->own0 = SB_OWN(gen, worker, rank, STATEBUS_TIER_PREDICTED);
+			nn->nowners = 1;
+			uint32_t *head = bucket_at(r, hashes[i]);
+			nn->hnext = *head;
+			cmm_smp_wmb(); /* node complete before it is reachable */
+			CMM_STORE_SHARED(*head, c);
+			if (cur != 0)
+				inode(r, cur)->nchildren++;
+			lru_place(r, c, cur);
+			CMM_STORE_SHARED(h->nodes, h->nodes + 1);
+			CMM_STORE_SHARED(h->owners, h->owners + 1);
+		} else {
+			int prc = predict_on(r, c, worker, gen, rank, now_ns);
+			if (prc < 0) {
+				rc = prc;
+				break;
+			}
+			lru_unlink(r, c);
+			lru_place(r, c, cur);
+		}
+		cur = c;
+	}
+	op_end(r);
+	return rc;
 }

@@ -97,6 +97,14 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_AFFINITY] = sizeof(struct sb_affinity_entry);
 	count[SB_T_AFFLOCKS] = SB_AFFINITY_LOCKS;
 	stride[SB_T_AFFLOCKS] = sizeof(struct sb_affinity_lock);
+	count[SB_T_PRINGS] = p->max_procs;
+	stride[SB_T_PRINGS] = sizeof(struct sb_pring);
+	count[SB_T_PENTRIES] = sb_pred_entries_for(p->index_nodes) + 1; /* entry 0 = none */
+	stride[SB_T_PENTRIES] = sizeof(struct sb_pred_entry);
+	count[SB_T_PBUCKETS] = index_buckets(sb_pred_entries_for(p->index_nodes));
+	stride[SB_T_PBUCKETS] = sizeof(uint32_t);
+	count[SB_T_PWORKERS] = p->max_workers;
+	stride[SB_T_PWORKERS] = sizeof(struct sb_pred_worker);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -432,6 +440,11 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->affinity_size = h->tables[SB_T_AFFINITY].size;
 	out->affinity_locks_off = h->tables[SB_T_AFFLOCKS].off;
 	out->affinity_locks_size = h->tables[SB_T_AFFLOCKS].size;
+	out->predict_rings_off = h->tables[SB_T_PRINGS].off;
+	out->predict_rings_size = h->tables[SB_T_PRINGS].size;
+	out->predict_entries_off = h->tables[SB_T_PENTRIES].off;
+	out->predict_entries_size = h->tables[SB_T_PENTRIES].size + h->tables[SB_T_PBUCKETS].size +
+				    h->tables[SB_T_PWORKERS].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)

@@ -27,6 +27,14 @@
  *             open-addressing binding table (affinity.c)
  *   afflocks  SB_AFFINITY_LOCKS × struct sb_affinity_lock (64 B): stripe
  *             locks serialising first assignments of one key (affinity.c)
+ *   prings    max_procs × struct sb_pring (128 B + 64 KiB): one prediction
+ *             ring per proc slot, written by that process only (predict.c)
+ *   pentries  (predict entries + 1) × struct sb_pred_entry (32 B): the
+ *             predicted-ownership pool; entry 0 unused (predict.c)
+ *   pbuckets  power-of-two ≥ predict entries × uint32_t: (node, worker,
+ *             rank) → entry chains
+ *   pworkers  max_workers × struct sb_pred_worker (128 B): each worker's
+ *             predicted entries in last-predicted order, capacity, counts
  *
  * The arena's bookkeeping lives outside the blocks, so a block handed to
  * readers is never written by the allocator until it is reclaimed.
@@ -77,6 +85,10 @@ enum sb_table_id {
 	SB_T_STREAMS,
 	SB_T_AFFINITY,
 	SB_T_AFFLOCKS,
+	SB_T_PRINGS,
+	SB_T_PENTRIES,
+	SB_T_PBUCKETS,
+	SB_T_PWORKERS,
 	SB_T_COUNT_,
 };
 
@@ -157,7 +169,21 @@ struct statebus_hdr {
 		uint64_t dropped;
 		uint64_t breadcrumbs;
 		uint64_t resets;
+		uint32_t pe_hw;                /* predicted entries ever handed out */
+		uint32_t pe_free;              /* their free list (next links) */
+		uint32_t pe_used;              /* predicted entries in use */
+		uint32_t reserved1;
+		uint64_t pe_pool_full;         /* predicted blocks not recorded: pool full */
 	} index SB_ALIGNED;
+
+	struct sb_predict_hdr {                /* writer-only (the draining statebus) */
+		uint64_t drained;
+		uint64_t applied;
+		uint64_t stale;
+		uint64_t malformed;
+		uint64_t lag_ns_sum;
+		uint64_t lag_ns_max;
+	} predict SB_ALIGNED;
 
 	struct sb_affinity_hdr {               /* counters, atomic adds from any process */
 		uint64_t binds;
@@ -237,21 +263,28 @@ struct sb_retired {
 
 /* Radix index (index.c). One owner entry is one 64-bit word, so readers
  * load it in one access: generation (bits 0–31), worker slot (32–47), DP
- * rank (48–59), tier bits (60–63). tiers == 0 (word 0) marks a free entry. */
+ * rank (48–58), tier bits (59–63: STATEBUS_TIER_*, PREDICTED the highest).
+ * tiers == 0 (word 0) marks a free entry. */
 typedef uint64_t sb_index_owner;
 #define SB_OWN(gen, worker, rank, tiers)                                        \
 	((uint64_t)(uint32_t)(gen) | (uint64_t)((worker) & 0xffffu) << 32 |    \
-	 (uint64_t)((rank) & 0xfffu) << 48 | (uint64_t)((tiers) & 0xfu) << 60)
+	 (uint64_t)((rank) & 0x7ffu) << 48 | (uint64_t)((tiers) & 0x1fu) << 59)
 #define SB_OWN_GEN(o) ((uint32_t)(o))
 #define SB_OWN_WORKER(o) ((uint32_t)((o) >> 32) & 0xffffu)
-#define SB_OWN_RANK(o) ((uint32_t)((o) >> 48) & 0xfffu)
-#define SB_OWN_TIERS(o) ((uint32_t)((o) >> 60))
+#define SB_OWN_RANK(o) ((uint32_t)((o) >> 48) & 0x7ffu)
+#define SB_OWN_TIERS(o) ((uint32_t)((o) >> 59))
+/* The owner word without its tier bits (identity of an ownership). */
+#define SB_OWN_KEY_MASK (~(UINT64_C(0x1f) << 59))
+/* Every tier an ownership can hold, predicted included. */
+#define SB_TIER_EVERY (STATEBUS_TIER_ALL | STATEBUS_TIER_PREDICTED)
 
-#define SB_INDEX_RANK_MAX 4095u
+#define SB_INDEX_RANK_MAX 2047u
 #define SB_INDEX_OVF_OWNERS 7
 #define SB_INODE_LIVE 0x1u     /* flags: linked in the index */
 #define SB_INODE_CRUMB 0x2u    /* flags: crumb holds the missing parent's hash */
 #define SB_INODE_RETIRED 0x4u  /* flags: in the retire FIFO */
+#define SB_INODE_PRED 0x8u     /* flags: a predicted owner was added since allocation
+                                  (node_unlink then releases predicted entries) */
 
 /* One index node = one block hash at one tree position: one cache line.
  * Reader-visible: hnext, parent, hash (immutable while linked, except
@@ -363,6 +396,105 @@ static inline struct sb_inflight *sb_inflight_at(const struct statebus_region *r
 static inline struct sb_stream_rec *sb_stream_at(const struct statebus_region *r, uint32_t w, uint32_t rank)
 {
 	return (struct sb_stream_rec *)sb_table(r, SB_T_STREAMS) + (uint64_t)w * r->hdr->max_dp_ranks + rank;
+}
+
+/* Prediction ring of one proc slot (predict.c). Single producer (the
+ * process owning the slot) and single consumer (the statebus writer):
+ * the producer writes records at `tail`, then publishes tail with release
+ * order; the consumer reads up to tail (acquire), then publishes head.
+ * Positions are free-running word counts (index = pos mod ring words). A
+ * record: STATEBUS_PREDICT_HDR_WORDS header words (w0 = magic 0x7072 |
+ * n hashes << 16 | worker << 32 | rank << 48; w1 = generation | model tag
+ * << 32; w2 = dispatch time ns; w3 = chain length before truncation), then
+ * n block hashes. The consumer trusts none of it: bad positions or a bad
+ * record skip to tail (counted). */
+#define SB_PRED_MAGIC 0x7072u
+struct sb_pring {
+	struct {                      /* written by the producer only */
+		uint64_t tail;
+		uint64_t pushed;
+		uint64_t full;
+		uint64_t truncated;
+	} prod SB_ALIGNED;
+	struct {                      /* written by the consumer only */
+		uint64_t head;
+	} cons SB_ALIGNED;
+	uint64_t words[STATEBUS_PREDICT_RING_WORDS];
+} SB_ALIGNED;
+
+/* One predicted ownership (node, worker, rank) with its last prediction
+ * time; linked in its worker's list (oldest first) and in its hash chain.
+ * Writer-only: readers see predicted ownership through the owner words. */
+struct sb_pred_entry {
+	uint32_t node;    /* index node, 0 = free entry */
+	uint32_t hnext;   /* next entry of the same bucket; free-list link */
+	uint32_t prev;    /* worker list: older */
+	uint32_t next;    /* worker list: newer */
+	uint32_t gen;     /* worker generation */
+	uint16_t worker;
+	uint16_t rank;
+	uint64_t last_ns; /* CLOCK_MONOTONIC of the last prediction */
+};
+_Static_assert(sizeof(struct sb_pred_entry) == 32, "predicted entry is 32 bytes");
+
+/* Per worker slot: the list of its predicted entries and its counters.
+ * List and counts are writer-only (cleared by an index reset); capacity
+ * and cache_signal are set by the statebus and survive a reset. */
+struct sb_pred_worker {
+	uint32_t head;            /* oldest prediction, 0 = none */
+	uint32_t tail;            /* newest */
+	uint32_t gen;             /* generation of the entries listed */
+	uint32_t cache_signal;    /* enum statebus_cache_signal */
+	uint64_t capacity_blocks; /* 0 = pool bound only */
+	uint64_t blocks;
+	uint64_t predicted, confirmed, expired, evicted, removed;
+	uint64_t reserved[6];
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_pred_worker) == 2 * SB_LINE, "pred worker is two lines");
+
+/* Predicted entries in a region of `index_nodes` nodes (predict.c). */
+static inline uint32_t sb_pred_entries_for(uint32_t index_nodes) { return index_nodes / 2; }
+
+/* Predicted-entry bookkeeping, called by index.c inside a writer operation
+ * (predict.c). touch: records or refreshes (node, worker, gen, rank) as
+ * the worker's newest prediction at now_ns; returns SY_OK or SY_ENOSPC
+ * (pool exhausted, counted). forget: drops its entry if any and counts it
+ * under `why` (0 removed, 1 confirmed); returns true if one existed.
+ * forget_node: drops every entry of node i (node unlinked). reset: empties
+ * the pool and the worker lists (index reset). */
+int sb_pred_touch(struct statebus_region *r, uint32_t node, uint32_t worker, uint32_t gen,
+		  uint32_t rank, uint64_t now_ns);
+bool sb_pred_forget(struct statebus_region *r, uint32_t node, uint32_t worker, uint32_t rank,
+		    int why);
+void sb_pred_reset(struct statebus_region *r);
+/* room: true when a new entry for `worker` can be recorded (evicting the
+ * worker's oldest entry predicted before now_ns if the pool is full).
+ * sync_gen: drops the worker's entries of another generation than `gen`
+ * and restarts its counts (call before walking a chain). */
+bool sb_pred_room(struct statebus_region *r, uint32_t worker, uint64_t now_ns);
+void sb_pred_sync_gen(struct statebus_region *r, uint32_t worker, uint32_t gen);
+
+/* index.c for predict.c: clears the predicted ownership (worker, rank) of
+ * node i (any generation) and prunes what it leaves ownerless; does not
+ * touch the entry pool. */
+void sb_index_unpredict(struct statebus_region *r, uint32_t node, uint32_t worker, uint32_t rank);
+/* index.c: op bracket of a writer operation (busy word, retire stamping). */
+void sb_index_op_begin(struct statebus_region *r);
+void sb_index_op_end(struct statebus_region *r);
+
+static inline struct sb_pring *sb_pring_at(const struct statebus_region *r, uint32_t p)
+{
+	return (struct sb_pring *)sb_table(r, SB_T_PRINGS) + p;
+}
+
+static inline struct sb_pred_entry *sb_pentry_at(const struct statebus_region *r, uint32_t i)
+{
+	return (struct sb_pred_entry *)sb_table(r, SB_T_PENTRIES) + i;
+}
+
+static inline struct sb_pred_worker *sb_pworker_at(const struct statebus_region *r, uint32_t w)
+{
+	return (struct sb_pred_worker *)sb_table(r, SB_T_PWORKERS) + w;
 }
 
 /* Seqlock, writer side (writer lock held): odd → write → even. */

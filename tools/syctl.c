@@ -22,6 +22,10 @@
  *                      per-(worker, rank) contiguous prefix depth in blocks
  *                      (tokens hashed with the SGLang chain; block size and
  *                      bigram from the workers' records unless given)
+ *   predict --worker URL [--dp-rank R] (--tokens ... | --hashes ...)
+ *                      push one prediction (the chain as dispatched to that
+ *                      worker and rank) into this process's prediction
+ *                      ring; the statebus applies it as predicted ownership
  *   streams            KV-event streams per worker × DP rank (cursor, gaps,
  *                      missing, resets, skipped, untrusted, last event age)
  *                      and the statebus's counters
@@ -31,13 +35,15 @@
  *
  * JSON shapes are stable (scripts rely on them; fields may be added):
  *   workers --json → {"workers": [{"worker": URL, "role": "plain|prefill|decode",
- *                      "healthy": bool, ...}]}
+ *                      "healthy": bool, "cache_signal": "events|predicted|none",
+ *                      "predicted": {"blocks": n, "capacity_blocks": n|null,
+ *                      "confirmed": n, "expired": n, "evicted": n, ...}, ...}]}
  *   load --json    → {"workers": [{"worker": URL, "fresh": bool,
  *                      "num_running_reqs": n|null, "num_waiting_reqs": n|null,
  *                      "num_used_tokens": n|null, "max_total_num_tokens": n|null,
  *                      ...}]}
  *   match --json   → {"blocks": N, "matches": [{"worker": URL, "dp_rank": R,
- *                      "depth": D, ...}]}
+ *                      "depth": D, "predicted_depth": P, ...}]}
  *   index --json   → {"nodes": n, "owners": n, ..., "workers": [{"worker": URL,
  *                      "dp_rank": R, "blocks": n, "tiers": {"device": n, ...}}]}
  *   streams --json → {"streams": [{"worker": URL, "dp_rank": R, "cursor": n|null,
@@ -92,6 +98,7 @@ static void usage(FILE *f)
 		"          index [--worker URL]\n"
 		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]\n"
 		"          match --hashes h1,h2,...\n"
+		"          predict --worker URL [--dp-rank R] (--tokens ... | --hashes ...)\n"
 		"--shm PATH   region file (default %s)\n"
 		"--json       machine-readable output (stable shapes)\n"
 		"A user who may only read the region (a member of its group) attaches\n"
@@ -254,7 +261,10 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 
 /* ---- workers ------------------------------------------------------------ */
 
-static json_t *worker_json(uint32_t slot, const struct statebus_worker *w, uint64_t now)
+static const char *const cache_signal_names[] = {"none", "events", "predicted"};
+
+static json_t *worker_json(struct statebus_region *r, uint32_t slot,
+			   const struct statebus_worker *w, uint64_t now)
 {
 	json_t *e = json_object();
 	json_object_set_new(e, "worker", json_string(w->id));
@@ -291,6 +301,23 @@ static json_t *worker_json(uint32_t slot, const struct statebus_worker *w, uint6
 			    w->kv_rejected ? json_string(NAME_OF(kv_rejected_names, w->kv_rejected))
 					   : json_null());
 	json_object_set_new(e, "kv_events", kv);
+	struct statebus_predict_worker pw;
+	if (statebus_predict_worker_read(r, slot, &pw) == SY_OK) {
+		bool cur = pw.worker_gen == w->generation;
+		json_object_set_new(e, "cache_signal",
+				    json_string(NAME_OF(cache_signal_names, pw.cache_signal)));
+		json_t *pj = json_object();
+		json_object_set_new(pj, "blocks", json_integer(cur ? (json_int_t)pw.blocks : 0));
+		json_object_set_new(pj, "capacity_blocks",
+				    pw.capacity_blocks ? json_integer((json_int_t)pw.capacity_blocks)
+						       : json_null());
+		json_object_set_new(pj, "predicted", json_integer(cur ? (json_int_t)pw.predicted : 0));
+		json_object_set_new(pj, "confirmed", json_integer(cur ? (json_int_t)pw.confirmed : 0));
+		json_object_set_new(pj, "expired", json_integer(cur ? (json_int_t)pw.expired : 0));
+		json_object_set_new(pj, "evicted", json_integer(cur ? (json_int_t)pw.evicted : 0));
+		json_object_set_new(pj, "removed", json_integer(cur ? (json_int_t)pw.removed : 0));
+		json_object_set_new(e, "predicted", pj);
+	}
 	return e;
 }
 
@@ -324,7 +351,7 @@ static void worker_row(uint32_t slot, const struct statebus_worker *w, void *arg
 	struct list_ctx *c = arg;
 	c->n++;
 	if (c->arr) {
-		json_array_append_new(c->arr, worker_json(slot, w, c->now));
+		json_array_append_new(c->arr, worker_json(c->r, slot, w, c->now));
 		return;
 	}
 	char kv[64];
@@ -334,19 +361,24 @@ static void worker_row(uint32_t slot, const struct statebus_worker *w, void *arg
 		snprintf(kv, sizeof(kv), "block %u%s", w->kv_block_size, w->kv_bigram ? " bigram" : "");
 	else
 		snprintf(kv, sizeof(kv), "no cache signal");
-	printf("%4u %5u %-8s %-7s %-6s %-9s %3u %-5s %-20s %s\n", slot, w->generation,
+	struct statebus_predict_worker pw = {0};
+	(void)statebus_predict_worker_read(c->r, slot, &pw);
+	char cache[48];
+	snprintf(cache, sizeof(cache), "%s/%" PRIu64, NAME_OF(cache_signal_names, pw.cache_signal),
+		 pw.worker_gen == w->generation ? pw.blocks : 0);
+	printf("%4u %5u %-8s %-7s %-6s %-9s %3u %-5s %-20s %-16s %s\n", slot, w->generation,
 	       NAME_OF(state_names, w->state), NAME_OF(role_names, w->role),
 	       w->engine == STATEBUS_ENGINE_VLLM ? "vllm" : "sglang",
 	       w->healthy ? "healthy" : "unhealthy", w->dp_size, w->bootstrap_port ? "yes" : "-", kv,
-	       w->id);
+	       cache, w->id);
 }
 
 static int cmd_workers(struct statebus_region *r, const struct syctl_opts *o)
 {
 	struct list_ctx c = {r, o->json ? json_array() : NULL, sy_mono_ns(), 0};
 	if (!o->json)
-		printf("%4s %5s %-8s %-7s %-6s %-9s %3s %-5s %-20s %s\n", "SLOT", "GEN", "STATE",
-		       "ROLE", "ENGINE", "HEALTH", "DP", "BOOT", "KV", "WORKER");
+		printf("%4s %5s %-8s %-7s %-6s %-9s %3s %-5s %-20s %-16s %s\n", "SLOT", "GEN", "STATE",
+		       "ROLE", "ENGINE", "HEALTH", "DP", "BOOT", "KV", "CACHE/PREDICTED", "WORKER");
 	for_each_worker(r, worker_row, &c);
 	if (o->json) {
 		json_t *t = json_object();
@@ -696,7 +728,7 @@ int main(int argc, char **argv)
 	memset(&o.params, 0, sizeof(o.params));
 	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE,
 	       OPT_INDEX_NODES, OPT_WORKER, OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM,
-	       OPT_SALT, OPT_GROUP, OPT_LORA };
+	       OPT_SALT, OPT_GROUP, OPT_LORA, OPT_DP_RANK };
 	static const struct option longopts[] = {
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
@@ -715,6 +747,7 @@ int main(int argc, char **argv)
 		{"salt", required_argument, NULL, OPT_SALT},
 		{"group", required_argument, NULL, OPT_GROUP},
 		{"lora", required_argument, NULL, OPT_LORA},
+		{"dp-rank", required_argument, NULL, OPT_DP_RANK},
 		{NULL, 0, NULL, 0},
 	};
 	int c, li = -1;
@@ -740,6 +773,16 @@ int main(int argc, char **argv)
 		case OPT_SALT: o.salt = optarg; break;
 		case OPT_GROUP: o.params.group = optarg; break;
 		case OPT_LORA: o.lora = optarg; break;
+		case OPT_DP_RANK: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			bad = errno || *optarg == '\0' || *end != '\0' || optarg[0] == '-' || v > 65535;
+			if (bad)
+				fprintf(stderr, "syctl: dp-rank: expected 0..65535, got '%s'\n", optarg);
+			o.dp_rank = (uint32_t)v;
+			break;
+		}
 		case OPT_KV_BLOCK:
 			bad = parse_u32("block-size", optarg, &o.block_size);
 			if (!bad && o.block_size == 0) {
@@ -792,6 +835,7 @@ int main(int argc, char **argv)
 		{"load", cmd_load},	{"inflight", cmd_inflight}, {"readers", cmd_readers},
 		{"streams", cmd_streams},   {"affinity", syctl_cmd_affinity},
 		{"index", syctl_cmd_index}, {"match", syctl_cmd_match},
+		{"predict", syctl_cmd_predict},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(cmd, cmds[i].name) != 0)

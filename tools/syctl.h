@@ -22,6 +22,7 @@ struct syctl_opts {
 	                          (sy_blockhash_lora_seed) */
 	uint32_t block_size;   /* --block-size N (match); 0 = from the workers */
 	bool bigram;           /* --bigram (match) */
+	uint32_t dp_rank;      /* --dp-rank R (predict), default 0 */
 };
 
 /* Prints `obj` (stolen) as one JSON document on stdout; 0 or 1. */
@@ -31,6 +32,9 @@ int syctl_emit_json(json_t *obj);
 int syctl_cmd_index(struct statebus_region *r, const struct syctl_opts *o);
 /* syctl match --tokens ... | --hashes ...: per-(worker, rank) depths. */
 int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o);
+/* syctl predict --worker URL [--dp-rank R] --tokens ... | --hashes ...:
+ * pushes one prediction into this process's ring (the statebus applies it). */
+int syctl_cmd_predict(struct statebus_region *r, const struct syctl_opts *o);
 /* syctl affinity: affinity store occupancy, counters and entries
  * (syctl_affinity.c). */
 int syctl_cmd_affinity(struct statebus_region *r, const struct syctl_opts *o);

@@ -24,14 +24,15 @@
 #include <string.h>
 
 #include "common/blockhash.h"
+#include "common/clock.h"
 #include "syctl.h"
 
-static const char *const tier_names[] = {"device", "host", "disk", "external"};
+static const char *const tier_names[] = {"device", "host", "disk", "external", "predicted"};
 
 static json_t *tiers_json(uint32_t tiers)
 {
 	json_t *a = json_array();
-	for (int b = 0; b < 4; b++)
+	for (int b = 0; b < 5; b++)
 		if (tiers & (1u << b))
 			json_array_append_new(a, json_string(tier_names[b]));
 	return a;
@@ -40,7 +41,7 @@ static json_t *tiers_json(uint32_t tiers)
 static void tiers_text(uint32_t tiers, char *buf, size_t cap)
 {
 	buf[0] = '\0';
-	for (int b = 0; b < 4; b++)
+	for (int b = 0; b < 5; b++)
 		if (tiers & (1u << b)) {
 			size_t n = strlen(buf);
 			snprintf(buf + n, cap - n, "%s%s", n ? "," : "", tier_names[b]);
@@ -132,7 +133,7 @@ int syctl_cmd_index(struct statebus_region *r, const struct syctl_opts *o)
 			json_object_set_new(e, "dp_rank", json_integer(ow[i].rank));
 			json_object_set_new(e, "blocks", json_integer((json_int_t)ow[i].blocks));
 			json_t *tj = json_object();
-			for (int b = 0; b < 4; b++)
+			for (int b = 0; b < 5; b++)
 				json_object_set_new(tj, tier_names[b],
 						    json_integer((json_int_t)ow[i].tier_blocks[b]));
 			json_object_set_new(e, "tiers", tj);
@@ -151,14 +152,15 @@ int syctl_cmd_index(struct statebus_region *r, const struct syctl_opts *o)
 	       s.resets);
 	printf("memory     %" PRIu64 " bytes\n", s.bytes);
 	if (n > 0)
-		printf("%-40s %4s %10s %10s %10s %10s %10s\n", "worker", "rank", "blocks", "device",
-		       "host", "disk", "external");
+		printf("%-40s %4s %10s %10s %10s %10s %10s %10s\n", "worker", "rank", "blocks",
+		       "device", "host", "disk", "external", "predicted");
 	for (int i = 0; i < n; i++) {
 		if (!worker_id(r, ow[i].worker, ow[i].worker_gen, id, sizeof(id)))
 			snprintf(id, sizeof(id), "(slot %u gen %u, stale)", ow[i].worker, ow[i].worker_gen);
-		printf("%-40s %4u %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+		printf("%-40s %4u %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+		       " %10" PRIu64 "\n",
 		       id, ow[i].rank, ow[i].blocks, ow[i].tier_blocks[0], ow[i].tier_blocks[1],
-		       ow[i].tier_blocks[2], ow[i].tier_blocks[3]);
+		       ow[i].tier_blocks[2], ow[i].tier_blocks[3], ow[i].tier_blocks[4]);
 	}
 	free(ow);
 	return 0;
@@ -225,10 +227,15 @@ static int match_cmp(const void *a, const void *b)
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o)
+/* The block-hash chain of --tokens (hashed with the SGLang chain; block
+ * size and bigram from the workers unless given) or --hashes: *ids
+ * (malloc'd) and *blocks, *bs / *bigram as used. Returns 0, 1 (runtime
+ * error) or 2 (usage), with a message. */
+static int chain_of(struct statebus_region *r, const struct syctl_opts *o, const char *cmd,
+		    int64_t **out, size_t *out_blocks, uint32_t *out_bs, bool *out_bigram)
 {
 	if ((o->tokens == NULL) == (o->hashes == NULL)) {
-		fprintf(stderr, "syctl: match needs exactly one of --tokens or --hashes\n");
+		fprintf(stderr, "syctl: %s needs exactly one of --tokens or --hashes\n", cmd);
 		return 2;
 	}
 	int64_t *list = NULL, *ids = NULL;
@@ -277,6 +284,22 @@ int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o)
 		}
 		blocks = (size_t)k;
 	}
+	*out = ids;
+	*out_blocks = blocks;
+	*out_bs = bs;
+	*out_bigram = bigram;
+	return 0;
+}
+
+int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o)
+{
+	int64_t *ids = NULL;
+	size_t blocks = 0;
+	uint32_t bs = 0;
+	bool bigram = false;
+	int crc = chain_of(r, o, "match", &ids, &blocks, &bs, &bigram);
+	if (crc != 0)
+		return crc;
 	if (claim(r)) {
 		free(ids);
 		return 1;
@@ -307,6 +330,7 @@ int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o)
 			json_object_set_new(e, "worker", json_string(id));
 			json_object_set_new(e, "dp_rank", json_integer(m[i].rank));
 			json_object_set_new(e, "depth", json_integer(m[i].depth));
+			json_object_set_new(e, "predicted_depth", json_integer(m[i].predicted_depth));
 			json_object_set_new(e, "slot", json_integer(m[i].worker));
 			json_object_set_new(e, "tiers", tiers_json(m[i].tiers));
 			json_array_append_new(arr, e);
@@ -324,10 +348,61 @@ int syctl_cmd_match(struct statebus_region *r, const struct syctl_opts *o)
 		if (!worker_id(r, m[i].worker, m[i].worker_gen, id, sizeof(id)))
 			continue;
 		tiers_text(m[i].tiers, tb, sizeof(tb));
-		printf("%-40s rank %-4u depth %-6u %s\n", id, m[i].rank, m[i].depth, tb);
+		printf("%-40s rank %-4u depth %-6u predicted %-6u %s\n", id, m[i].rank, m[i].depth,
+		       m[i].predicted_depth, tb);
 	}
 	if (k == 0)
 		printf("(no worker holds a prefix)\n");
 	free(m);
+	return 0;
+}
+
+/* ---- predict ------------------------------------------------------------- */
+
+int syctl_cmd_predict(struct statebus_region *r, const struct syctl_opts *o)
+{
+	if (o->worker == NULL) {
+		fprintf(stderr, "syctl: predict needs --worker URL\n");
+		return 2;
+	}
+	char norm[STATEBUS_WORKER_ID_MAX];
+	uint32_t slot, gen;
+	if (statebus_worker_id_normalise(o->worker, norm, sizeof(norm)) != SY_OK ||
+	    statebus_worker_find(r, norm, &slot, &gen) != SY_OK) {
+		fprintf(stderr, "syctl: predict: no worker %s\n", o->worker);
+		return 1;
+	}
+	struct statebus_worker w;
+	if (statebus_worker_read(r, slot, &w) != SY_OK || o->dp_rank >= (w.dp_size ? w.dp_size : 1)) {
+		fprintf(stderr, "syctl: predict: worker %s has no DP rank %u\n", norm, o->dp_rank);
+		return 1;
+	}
+	int64_t *ids = NULL;
+	size_t blocks = 0;
+	uint32_t bs = 0;
+	bool bigram = false;
+	int crc = chain_of(r, o, "predict", &ids, &blocks, &bs, &bigram);
+	if (crc != 0)
+		return crc;
+	if (claim(r)) {
+		free(ids);
+		return 1;
+	}
+	struct statebus_prediction p = {
+		.worker = slot, .worker_gen = gen, .rank = o->dp_rank,
+		.model_tag = statebus_predict_model_tag(w.model, strnlen(w.model, sizeof(w.model))),
+		.now_ns = sy_mono_ns()};
+	int rc = statebus_predict_push(r, (uint32_t)statebus_proc_self(r), &p, ids, blocks);
+	free(ids);
+	if (rc != SY_OK) {
+		fprintf(stderr, "syctl: predict: %s\n", rc == SY_ENOSPC ? "prediction ring full"
+								  : sy_strerror(rc));
+		return 1;
+	}
+	if (o->json)
+		return syctl_emit_json(json_pack("{s:s,s:i,s:i,s:i,s:I}", "worker", norm, "slot",
+						 (int)slot, "generation", (int)gen, "dp_rank",
+						 (int)o->dp_rank, "blocks", (json_int_t)blocks));
+	printf("queued %zu block(s) as predicted for %s rank %u\n", blocks, norm, o->dp_rank);
 	return 0;
 }

@@ -136,6 +136,10 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
 			out->role = STATEBUS_WORKER_PLAIN;
 	}
 	out->bootstrap_port = int_in(get(root, "disaggregation_bootstrap_port"), 1, 65535);
+	json_t *cap = get(root, "max_total_num_tokens");
+	if (json_is_integer(cap) && json_integer_value(cap) > 0)
+		out->max_total_num_tokens = json_integer_value(cap);
+	out->page_size = int_in(get(root, "page_size"), 1, 1 << 20);
 	/* SGLang's /server_info is its ServerArgs flattened: served_model_name
 	 * (defaults to model_path in the engine) and model_path */
 	const char *mkeys[2] = {"served_model_name", "model_path"};

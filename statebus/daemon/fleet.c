@@ -78,6 +78,25 @@ static void rec_apply_kv(struct statebus_worker *rec, const struct sy_config_kv_
 	rec->has_cache_signal = kv->endpoint_port_base != 0;
 }
 
+uint64_t sbd_fleet_predict_capacity(const struct sbd *d, const struct sbd_worker *w)
+{
+	uint64_t tokens = d->cfg.statebus.prediction_capacity_tokens > 0
+				  ? (uint64_t)d->cfg.statebus.prediction_capacity_tokens
+				  : w->kv_capacity_tokens;
+	uint32_t bs = w->rec.kv_block_size ? w->rec.kv_block_size : w->page_size;
+	return bs ? tokens / bs : 0;
+}
+
+/* Prediction facts of w (predict.c): events when KV events exist, else
+ * predictions are its only cache signal (approximate mode). */
+static void pred_publish(struct sbd *d, const struct sbd_worker *w)
+{
+	uint32_t sig = w->rec.has_cache_signal && w->rec.kv_rejected == STATEBUS_KV_OK
+			       ? STATEBUS_CACHE_SIGNAL_EVENTS
+			       : STATEBUS_CACHE_SIGNAL_PREDICTED;
+	(void)statebus_predict_set_worker(d->r, w->slot, sig, sbd_fleet_predict_capacity(d, w));
+}
+
 int sbd_fleet_publish(struct sbd *d, struct sbd_worker *w)
 {
 	if (w->rec.dp_size > d->max_ranks) {
@@ -88,6 +107,7 @@ int sbd_fleet_publish(struct sbd *d, struct sbd_worker *w)
 	int rc = statebus_worker_update(d->r, w->slot, w->gen, &w->rec);
 	if (rc != SY_OK)
 		sy_warn("%s: worker record update failed: %s", w->rec.id, sy_strerror(rc));
+	pred_publish(d, w);
 	return rc;
 }
 
@@ -132,6 +152,7 @@ void sbd_fleet_adopt(struct sbd *d)
 			d->w[s].kv.endpoint_host = strdup(rec.kv_endpoint_host);
 		if (rec.kv_topic[0])
 			d->w[s].kv.topic = strdup(rec.kv_topic);
+		pred_publish(d, &d->w[s]);
 		sy_info("adopted worker %s (slot %u, generation %u)", rec.id, s, rec.generation);
 	}
 }
@@ -179,6 +200,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	w->model_from_engine = cw->model_default ||
 			       (cw->model == NULL &&
 				strcmp(d->cfg.model_id, SY_CONFIG_DEFAULT_MODEL_ID) == 0);
+	pred_publish(d, w);
 	if (slot)
 		*slot = s;
 	return SY_OK;
@@ -333,6 +355,8 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 		}
 		if (f->dp_size)
 			rec->dp_size = (uint16_t)f->dp_size;
+		w->kv_capacity_tokens = (uint64_t)f->max_total_num_tokens;
+		w->page_size = (uint32_t)f->page_size;
 		rec->kv_bigram = f->bigram;
 		if (f->bigram_unrecognised) {
 			statebus_counter_add(d->r, STATEBUS_CTR_KV_BIGRAM_UNRECOGNISED, 1);

@@ -54,6 +54,8 @@ struct sbd_facts {
 	int replay_port_base;     /* 0 = none */
 	int role;                 /* enum statebus_worker_role, -1 = not said */
 	int bootstrap_port;       /* 0 = none */
+	int64_t max_total_num_tokens; /* KV capacity, tokens; 0 = not said */
+	int page_size;            /* tokens per page (ServerArgs page_size), 0 = not said */
 	bool bigram;              /* speculative_algorithm EAGLE/EAGLE3/FROZEN_KV_MTP */
 	bool bigram_unrecognised; /* looked like EAGLE/MTP but is not in the list */
 	char speculative_algorithm[32];

@@ -57,6 +57,8 @@ static void usage(FILE *f)
 		"         [--discovery-timeout-ms N] [--discovery-attempts N]\n"
 		"         [--discovery-backoff-ms N] [--discovery-retry-ms N]\n"
 		"         [--replay-timeout-ms N] [--heartbeat-interval-ms N]\n"
+		"         [--prediction-ttl-ms N] [--prediction-drain-ms N]\n"
+		"         [--prediction-capacity-tokens N]\n"
 		"Every flag is the YAML key of the same name under `statebus:` (docs/statebus.md).\n");
 }
 
@@ -227,6 +229,17 @@ static void periodic(struct sbd *d, uint64_t now)
 		d->next_affinity_sweep_ns =
 			now + (uint64_t)d->cfg.statebus.affinity_sweep_interval_secs * 1000000000u;
 	}
+	/* Predictions (predict.c): drained every loop turn, at most
+	 * statebus.prediction_drain_ms apart (the poll timeout); expiry swept
+	 * 16 times per TTL (10 ms to 1 s apart). */
+	(void)statebus_predict_drain(d->r, now, SBD_PREDICT_BURST);
+	if (now >= d->next_predict_sweep_ns) {
+		uint64_t ttl = (uint64_t)d->cfg.statebus.prediction_ttl_ms * 1000000u;
+		(void)statebus_predict_sweep(d->r, now, ttl);
+		uint64_t every = ttl / 16;
+		every = every < 10000000u ? 10000000u : every > 1000000000u ? 1000000000u : every;
+		d->next_predict_sweep_ns = now + every;
+	}
 	sbd_fleet_timers(d, now);
 	sbd_sub_timers(d, now);
 }
@@ -244,7 +257,8 @@ static int run(struct sbd *d)
 			sy_error("out of memory building the poll set");
 			break;
 		}
-		int rc = zmq_poll(items, (int)n, 50);
+		int timeout = d->cfg.statebus.prediction_drain_ms < 50 ? d->cfg.statebus.prediction_drain_ms : 50;
+		int rc = zmq_poll(items, (int)n, timeout);
 		if (rc < 0) {
 			if (zmq_errno() == EINTR)
 				continue;

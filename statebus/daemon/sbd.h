@@ -37,6 +37,7 @@
 #define SBD_HELD_MAX 1024        /* live batches held during a replay (pump depth, §10) */
 #define SBD_SOCKET_REBUILD_ERRORS 64 /* consecutive receive errors → rebuild (§10) */
 #define SBD_RECV_BURST 256       /* messages taken from one socket per loop turn */
+#define SBD_PREDICT_BURST 4096   /* predictions drained from the rings per loop turn */
 
 /* A live batch held while a replay fetch is in progress. */
 struct sbd_held {
@@ -101,6 +102,8 @@ struct sbd_worker {
 	uint32_t health_ok_streak;
 	bool scrape_inflight;           /* vLLM: a GET /metrics runs */
 	uint64_t scrape_next_ns;
+	uint64_t kv_capacity_tokens;    /* /server_info max_total_num_tokens, 0 = unknown */
+	uint32_t page_size;             /* /server_info page_size, 0 = unknown */
 	uint32_t n_ranks;               /* ranks with state (= rec.dp_size once known) */
 	struct sbd_rank *ranks;
 };
@@ -133,6 +136,7 @@ struct sbd {
 	uint32_t mon_seq;               /* names the next inproc monitor endpoint */
 	uint64_t next_affinity_sweep_ns; /* affinity idle-expiry sweep (affinity.c) */
 	uint64_t scrapes, scrape_http_us, scrape_apply_ns; /* totals: cost per scrape */
+	uint64_t next_predict_sweep_ns;  /* predicted-entry expiry sweep (predict.c) */
 };
 
 extern volatile sig_atomic_t sbd_stop;
@@ -155,8 +159,14 @@ void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res)
 void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const char *error);
 /* Submits due discovery and health jobs. */
 void sbd_fleet_timers(struct sbd *d, uint64_t now);
-/* Writes worker `w`'s record (rec) to the table. */
+/* Writes worker `w`'s record (rec) to the table, with its prediction
+ * facts (cache signal, capacity in blocks). */
 int sbd_fleet_publish(struct sbd *d, struct sbd_worker *w);
+/* Capacity in blocks bounding w's predicted entries: tokens from
+ * statebus.prediction_capacity_tokens, else /server_info
+ * max_total_num_tokens, divided by the block size (KV events', else
+ * page_size); 0 = unknown (pool bound only). */
+uint64_t sbd_fleet_predict_capacity(const struct sbd *d, const struct sbd_worker *w);
 
 /* ---- subscriber.c ---- */
 /* (Re)opens the SUB sockets of every rank of `w` from its record. */

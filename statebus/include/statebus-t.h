@@ -22,7 +22,9 @@
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
 #define STATEBUS_LAYOUT_VERSION 5u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
-                                     5: + worker engine kind, scraped load */
+                                     5: + worker engine kind, scraped load,
+                                        prediction rings and predicted entries,
+                                        owner word with a fifth tier bit */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -123,6 +125,9 @@ struct statebus_header_info {
 	uint64_t streams_off, streams_size;               /* KV-event stream records */
 	uint64_t affinity_off, affinity_size;             /* affinity bindings */
 	uint64_t affinity_locks_off, affinity_locks_size; /* first-assignment stripe locks */
+	uint64_t predict_rings_off, predict_rings_size;   /* one prediction ring per proc slot */
+	uint64_t predict_entries_off, predict_entries_size; /* predicted-entry pool + its
+	                                                       buckets + per-worker lists */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -343,7 +348,12 @@ struct statebus_inflight_info {
 #define STATEBUS_TIER_HOST 2u     /* "CPU_PINNED" (and "CPU", counted by the decoder) */
 #define STATEBUS_TIER_DISK 4u     /* "DISK" */
 #define STATEBUS_TIER_EXTERNAL 8u /* "EXTERNAL" */
-#define STATEBUS_TIER_ALL 15u     /* untagged BlockRemoved: every tier */
+#define STATEBUS_TIER_ALL 15u     /* untagged BlockRemoved: every engine-reported tier */
+/* Predicted ownership: a router dispatched a prompt with this block to the
+ * (worker, rank) and no KV event has confirmed it yet (statebus_index_predict).
+ * Never set together with an engine-reported tier: a BlockStored of the same
+ * (worker, rank, block) replaces it with the stored tier. */
+#define STATEBUS_TIER_PREDICTED 16u
 
 /* Hashes per store/remove call (sglang-wire.md §6 per-event cap). */
 #define STATEBUS_INDEX_CHAIN_MAX 65536u
@@ -356,8 +366,13 @@ struct statebus_index_match {
 	                        reused slot are never reported) */
 	uint32_t rank;       /* DP rank */
 	uint32_t depth;      /* match: contiguous blocks owned from the root, in any
-	                        tier, ≥ 1; path: the path length (blocks) */
+	                        tier (predicted included), ≥ 1; path: the path
+	                        length (blocks) */
 	uint32_t tiers;      /* STATEBUS_TIER_* bits held on the deepest counted block */
+	uint32_t predicted_depth; /* match: blocks of `depth` past the longest
+	                        engine-confirmed prefix (depth − confirmed depth:
+	                        0 = all confirmed, depth = only predicted); path:
+	                        depth when the last node's ownership is predicted */
 };
 
 /* Index occupancy and counters (statebus_index_stats()). Counts are read
@@ -387,7 +402,70 @@ struct statebus_index_owner_stats {
 	uint32_t rank;
 	uint32_t reserved;
 	uint64_t blocks;       /* nodes owned in any tier */
-	uint64_t tier_blocks[4]; /* nodes per tier: DEVICE, HOST, DISK, EXTERNAL */
+	uint64_t tier_blocks[5]; /* nodes per tier: DEVICE, HOST, DISK, EXTERNAL, PREDICTED */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Predictions (predict.c; DESIGN.md §9 "Predicted ownership")              */
+
+/* Words (uint64) of one proc slot's prediction ring: a power of two. One
+ * prediction takes STATEBUS_PREDICT_HDR_WORDS + its hashes. */
+#define STATEBUS_PREDICT_RING_WORDS 8192u /* 64 KiB per proc slot */
+#define STATEBUS_PREDICT_HDR_WORDS 4u
+/* Block hashes kept per prediction; a longer chain is truncated (counted). */
+#define STATEBUS_PREDICT_CHAIN_MAX 512u
+/* Default lifetime of a predicted entry (statebus.prediction_ttl_ms). */
+#define STATEBUS_PREDICT_DEFAULT_TTL_MS 30000u
+
+/* One dispatch a router hands to the statebus (statebus_predict_push):
+ * the prompt's block-hash chain was sent to (worker slot, generation,
+ * DP rank). */
+struct statebus_prediction {
+	uint32_t worker;     /* worker slot */
+	uint32_t worker_gen; /* its generation at pick time (stale: dropped) */
+	uint32_t rank;       /* DP rank (< the worker's dp_size) */
+	uint32_t model_tag;  /* statebus_predict_model_tag(model), 0 = not checked */
+	uint64_t now_ns;     /* CLOCK_MONOTONIC of the dispatch */
+};
+
+/* How a worker's cache state is known (statebus_predict_worker.cache_signal). */
+enum statebus_cache_signal {
+	STATEBUS_CACHE_SIGNAL_NONE = 0,      /* neither KV events nor predictions */
+	STATEBUS_CACHE_SIGNAL_EVENTS = 1,    /* KV events (predictions bridge their delay) */
+	STATEBUS_CACHE_SIGNAL_PREDICTED = 2, /* no KV events: predictions only (approximate) */
+};
+
+/* Predicted-entry state of one worker slot (statebus_predict_worker_read).
+ * Counts since the slot's current generation first predicted. */
+struct statebus_predict_worker {
+	uint32_t worker_gen;     /* generation the entries belong to (0 = none yet) */
+	uint32_t cache_signal;   /* enum statebus_cache_signal (set by the statebus) */
+	uint64_t capacity_blocks;/* predicted blocks kept at most, 0 = only the pool bound */
+	uint64_t blocks;         /* predicted entries held now */
+	uint64_t predicted;      /* entries created or refreshed */
+	uint64_t confirmed;      /* turned into engine-reported ownership (BlockStored) */
+	uint64_t expired;        /* dropped by the TTL sweep */
+	uint64_t evicted;        /* dropped for capacity (oldest prediction first) */
+	uint64_t removed;        /* dropped by BlockRemoved, clears, node eviction */
+};
+
+/* Region-wide prediction counters (statebus_predict_stats). */
+struct statebus_predict_stats {
+	uint32_t rings;           /* proc slots (one ring each) */
+	uint32_t ring_words;      /* STATEBUS_PREDICT_RING_WORDS */
+	uint32_t entries_capacity;/* predicted-entry pool */
+	uint32_t entries_used;
+	uint64_t pushed;          /* predictions written by producers (Σ rings) */
+	uint64_t ring_full;       /* predictions dropped by producers: ring full */
+	uint64_t truncated;       /* hashes cut from chains over STATEBUS_PREDICT_CHAIN_MAX */
+	uint64_t drained;         /* predictions read by the statebus */
+	uint64_t applied;         /* of them applied to the index */
+	uint64_t stale;           /* of them dropped: worker slot free / other generation /
+	                             rank or model tag wrong */
+	uint64_t malformed;       /* ring contents that failed validation (skipped) */
+	uint64_t pool_full;       /* predicted blocks not recorded: entry pool exhausted */
+	uint64_t lag_ns_sum;      /* Σ (drain time − dispatch time) of drained predictions */
+	uint64_t lag_ns_max;
 };
 
 /* ------------------------------------------------------------------------ */

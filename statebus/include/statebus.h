@@ -369,7 +369,9 @@ int statebus_inflight_zero_worker(struct statebus_region *r, uint32_t worker);
  * `parent` → attach under it; several → prefer one (worker, rank) owns, then
  * one the worker owns in any rank, then the most recently stored; none →
  * attach at the root and keep `parent` as the first node's breadcrumb
- * (counted). now_ns (CLOCK_MONOTONIC) stamps the nodes; the path and its
+ * (counted). A predicted ownership of the same (worker, generation, rank)
+ * is confirmed: it becomes the stored tier (predicted bit and entry
+ * dropped, counted as confirmed). now_ns (CLOCK_MONOTONIC) stamps the nodes; the path and its
  * ancestors become most recently used. When the pool is full the leaves
  * used least recently are evicted (counted); a block that still finds no
  * room ends the chain there (counted as dropped).
@@ -382,7 +384,8 @@ int statebus_index_store(struct statebus_region *r, uint32_t worker, uint32_t ra
 			 uint32_t tiers, uint64_t now_ns);
 
 /* [writer] BlockRemoved: clears `tiers` (STATEBUS_TIER_ALL for an untagged
- * or unknown medium) of (worker, rank) — any generation — on every node
+ * or unknown medium) and any predicted ownership of (worker, rank) — any
+ * generation — on every node
  * carrying each of hashes[0..n); an ownership left with no tier is
  * dropped; a node left ownerless and childless is unlinked (retired), and
  * so are its ancestors that become ownerless and childless.
@@ -391,7 +394,8 @@ int statebus_index_remove(struct statebus_region *r, uint32_t worker, uint32_t r
 			  const int64_t *hashes, size_t n, uint32_t tiers);
 
 /* [writer] AllBlocksCleared, PublisherReset, engine restart (seq 0): drops
- * every ownership of (worker, rank) and prunes. O(index_nodes).
+ * every ownership of (worker, rank), predicted ones included, and prunes.
+ * O(index_nodes).
  * Errors: SY_EINVAL. */
 int statebus_index_clear_rank(struct statebus_region *r, uint32_t worker, uint32_t rank);
 
@@ -408,8 +412,10 @@ int statebus_index_clear_worker(struct statebus_region *r, uint32_t worker);
 int statebus_index_reset(struct statebus_region *r);
 
 /* Reader: for each (worker slot, rank) owning a contiguous prefix of
- * hashes[0..n) from the root (any tier, current slot generation only),
- * its depth in blocks (≥ 1), in order of first appearance. Writes at most
+ * hashes[0..n) from the root (any tier, predicted included; current slot
+ * generation only), its depth in blocks (≥ 1) and, in predicted_depth, how
+ * many of those blocks lie past its longest engine-confirmed prefix, in
+ * order of first appearance. Writes at most
  * `cap` entries (owners beyond cap at the first block are not followed).
  * Brackets itself (nests inside an open bracket); needs a claimed proc slot.
  * Returns the number of entries written (≥ 0), or SY_EINVAL (NULL with
@@ -418,6 +424,22 @@ int statebus_index_reset(struct statebus_region *r);
  * Matched tokens = input_tokens × min(depth, n) / n (sglang-wire.md §11). */
 int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_t n,
 			 struct statebus_index_match *out, size_t cap);
+
+/* [writer] Predicted ownership (DESIGN.md §9): records chain hashes[0..n)
+ * from the root as predicted for (worker slot, generation, DP rank) at
+ * now_ns (CLOCK_MONOTONIC), creating missing nodes. A block the ownership
+ * already holds in an engine-reported tier stays as it is; a predicted one
+ * is refreshed (its expiry restarts). The chain is cut to the worker's
+ * capacity_blocks (statebus_predict_set_worker); past it the oldest
+ * predictions of the worker are evicted (counted). Entries of another
+ * generation of the slot are dropped first. Predictions end by
+ * confirmation (statebus_index_store), BlockRemoved, clears, node
+ * eviction, statebus_predict_sweep() (TTL, worker gone) or reset.
+ * Returns SY_OK; SY_ENOSPC when the chain was cut (node or entry pool
+ * exhausted: the prefix stays, counted); SY_ESTALE (slot not ACTIVE or of
+ * another generation); SY_EINVAL (ranges, n > STATEBUS_INDEX_CHAIN_MAX). */
+int statebus_index_predict(struct statebus_region *r, uint32_t worker, uint32_t gen, uint32_t rank,
+			   const int64_t *hashes, size_t n, uint64_t now_ns);
 
 /* Reader: SGLang's match_prefix — walks hashes[0..n) from the root as far as
  * nodes exist (owned or not); *blocks receives that path length and `out`
@@ -436,6 +458,63 @@ void statebus_index_stats(const struct statebus_region *r, struct statebus_index
  * min(cap, result) entries written) or SY_EINVAL. */
 int statebus_index_owner_stats(struct statebus_region *r, int64_t worker,
 			       struct statebus_index_owner_stats *out, size_t cap);
+
+/* ======================================================================== */
+/* Predictions (predict.c) — DESIGN.md §9 "Predicted ownership"             */
+/*
+ * Routers hand each dispatch's block-hash chain to the statebus through a
+ * ring in the region owned by their proc slot (single producer: the slot's
+ * process; single consumer: the statebus). Pushing never blocks and never
+ * makes a syscall; a full ring drops the prediction (counted). The statebus
+ * drains the rings from its loop and applies them with
+ * statebus_index_predict(). docs/statebus.md gives the measured latency.
+ */
+
+/* 32-bit tag of a model name (`len` bytes, FNV-1a; never 0), carried by a
+ * prediction so a worker serving another model drops it. */
+uint32_t statebus_predict_model_tag(const char *model, size_t len);
+
+/* Producer: queues prediction `p` with chain hashes[0..n) (SGLang
+ * block-hash chain of the prompt, i64 ids as in the index) in the ring of
+ * proc slot `proc` (the caller's own: statebus_proc_self()). Chains over
+ * STATEBUS_PREDICT_CHAIN_MAX are truncated (counted). Only the slot's
+ * process may push; one thread at a time. Never blocks.
+ * Returns SY_OK (n == 0: nothing queued); SY_ENOSPC (ring full: dropped,
+ * counted); SY_EINVAL (proc out of range, p NULL, worker/rank > 0xffff,
+ * hashes NULL with n > 0). */
+int statebus_predict_push(struct statebus_region *r, uint32_t proc,
+			  const struct statebus_prediction *p, const int64_t *hashes, size_t n);
+
+/* [writer] Consumer: drains at most max_records predictions from every
+ * ring and applies each (statebus_index_predict at now_ns) after checking
+ * it against the workers table: slot ACTIVE with the record's generation,
+ * rank < dp_size, model tag matching (else counted stale). Ring positions
+ * or records that do not validate are skipped to the ring's tail (counted
+ * malformed). Returns the number of predictions drained (≥ 0). */
+int statebus_predict_drain(struct statebus_region *r, uint64_t now_ns, uint32_t max_records);
+
+/* [writer] Expiry: drops every predicted entry last predicted ttl_ns or
+ * more before now_ns, and every entry of a worker slot that is free or
+ * of another generation. O(dropped + max_workers). Returns the number
+ * dropped (≥ 0). */
+int statebus_predict_sweep(struct statebus_region *r, uint64_t now_ns, uint64_t ttl_ns);
+
+/* [writer] Per worker slot: how its cache state is known (enum
+ * statebus_cache_signal, shown by tools) and the most predicted blocks it
+ * keeps (capacity_blocks: its KV capacity in blocks, 0 = only the pool
+ * bound); lowering it evicts the oldest predictions now. Kept across
+ * index resets; set again when the slot is reused.
+ * Errors: SY_EINVAL (worker or cache_signal out of range). */
+int statebus_predict_set_worker(struct statebus_region *r, uint32_t worker, uint32_t cache_signal,
+				uint64_t capacity_blocks);
+
+/* Copy of worker slot `worker`'s prediction state (fields read one by
+ * one). Errors: SY_EINVAL. */
+int statebus_predict_worker_read(const struct statebus_region *r, uint32_t worker,
+				 struct statebus_predict_worker *out);
+
+/* Region-wide prediction counters (no bracket needed). */
+void statebus_predict_stats(const struct statebus_region *r, struct statebus_predict_stats *out);
 
 /* ======================================================================== */
 /* Affinity store (affinity.c) — DESIGN.md §3, §9                           */

@@ -148,3 +148,77 @@ def fleet_stop_checked(fleet, d, active):
             fail(f"sanitizer report in {log}:\n{text[-3000:]}")
     active.remove(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+class KvEngine:
+    """A minimal fake SGLang engine for statebus tests: /server_info (`info`,
+    with a kv_events block on an XPUB socket when kv=True) and /health on
+    127.0.0.1, KV events sent with send_kv (sglang-wire.md §2). Needs
+    Debian's python3-zmq and python3-msgpack (imported here, not by every
+    user of this module)."""
+
+    def __init__(self, block_size=4, kv=True, **info):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        import zmq
+        self.http_port = free_port()
+        self.info = {"model_path": "m", "disaggregation_mode": "null", "dp_size": 1}
+        self.info.update(info)
+        self.sock = None
+        if kv:
+            self.kv_port = free_port()
+            self.info["kv_events"] = {"publisher": "zmq", "endpoint_host": "*",
+                                      "endpoint_port_base": self.kv_port, "topic": "",
+                                      "block_size": block_size, "dp_size": 1}
+            self.sock = zmq.Context.instance().socket(zmq.XPUB)
+            self.sock.setsockopt(zmq.LINGER, 0)
+            self.sock.bind("tcp://127.0.0.1:%d" % self.kv_port)
+        engine = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_GET(self):
+                ok = self.path in ("/server_info", "/health")
+                body = json.dumps(engine.info).encode() if self.path == "/server_info" else b""
+                self.send_response(200 if ok else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.http_port), H)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.http_port
+
+    def wait_subscribed(self, timeout=10):
+        """Waits for a subscription on the KV XPUB (the statebus connected)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.sock.poll(int(left * 1000)) == 0:
+                fail("the statebus never subscribed to %s" % self.url)
+            if self.sock.recv()[:1] == b"\x01":
+                return
+
+    def send_kv(self, seq, events):
+        """One KV-event batch [ts, events, dp_rank 0] with sequence number seq."""
+        import struct
+        import msgpack
+        data = msgpack.packb([time.time(), events, 0], use_bin_type=True)
+        self.sock.send_multipart([b"", struct.pack(">q", seq), data])
+
+    def close(self):
+        self.httpd.shutdown()
+        if self.sock is not None:
+            self.sock.close()
+
+
+def start_statebus(statebus, shm, urls, log, *flags):
+    """switchyard-statebus on region shm (control socket beside it) for urls,
+    stdout/stderr to the open file log → the Popen."""
+    return subprocess.Popen([statebus, "--shm", shm, "--log-level", "debug",
+                             "--control-endpoint", "ipc://%s.ctl" % shm,
+                             "--health-interval-ms", "100", "--discovery-retry-ms", "200"]
+                            + list(flags) + ["--worker-urls"] + list(urls),
+                            stdout=log, stderr=log)

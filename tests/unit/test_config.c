@@ -379,6 +379,29 @@ START_TEST(test_bad_worker_url_and_zmq_endpoint_give_reasons)
 }
 END_TEST
 
+START_TEST(test_prediction_keys_default_parse_flag_and_range_check)
+{
+	ck_assert_int_eq(cfg.statebus.prediction_ttl_ms, 30000);
+	ck_assert_int_eq(cfg.statebus.prediction_drain_ms, 2);
+	ck_assert_int_eq(cfg.statebus.prediction_capacity_tokens, 0);
+	ck_assert_msg(load("statebus: {prediction_ttl_ms: 1500, prediction_drain_ms: 5,\n"
+			   "           prediction_capacity_tokens: 8000000000}\n") == SY_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(cfg.statebus.prediction_ttl_ms, 1500);
+	ck_assert_int_eq(cfg.statebus.prediction_drain_ms, 5);
+	ck_assert_int_eq(cfg.statebus.prediction_capacity_tokens, INT64_C(8000000000));
+	ck_assert_int_eq(flag("statebus", "--prediction-ttl-ms", "250"), SY_OK);
+	ck_assert_int_eq(cfg.statebus.prediction_ttl_ms, 250);
+	ck_load_fails("statebus: {prediction_ttl_ms: 0}\n", SY_ECONFIG,
+		      "t.yaml:1:31: statebus.prediction_ttl_ms: must be an integer in 10..86400000");
+	ck_load_fails("statebus: {prediction_drain_ms: 1001}\n", SY_ECONFIG,
+		      "t.yaml:1:33: statebus.prediction_drain_ms: must be an integer in 1..1000");
+	ck_load_fails("statebus: {prediction_capacity_tokens: -1}\n", SY_ECONFIG,
+		      "t.yaml:1:40: statebus.prediction_capacity_tokens: must be an integer in "
+		      "0..9223372036854775807");
+}
+END_TEST
+
 START_TEST(test_oversized_input_is_refused)
 {
 	size_t n = SY_CONFIG_MAX_BYTES + 1;
@@ -796,6 +819,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_schema_engine_parses_bool_double_int64_and_u64);
 	tcase_add_test(tc, test_every_section_fits_the_duplicate_key_bitmap);
+	tcase_add_test(tc, test_prediction_keys_default_parse_flag_and_range_check);
 	suite_add_tcase(s, tc);
 
 	return sy_check_run(s);
