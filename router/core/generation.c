@@ -57,8 +57,7 @@ static void gen_free(struct router_gen *g)
 	for (size_t i = 0; i < g->n_sources; i++)
 		cache_source_close(&g->sources[i]);
 	digest_memo_destroy(g->digests);
-	if (g->sampling_override != NULL)
-		json_decref(g->sampling_override);
+	sampling_override_free(g->sampling_override);
 	sy_config_free(&g->cfg);
 	free(g);
 }
@@ -576,6 +575,7 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	g->prepare.routing_header = g->routing_header;
 	g->prepare.read_ttft_slo = g->resolver.ttft_policy != SLO_DISABLED;
 	g->prepare.read_tps_slo = g->resolver.tps_policy != SLO_DISABLED;
+	g->prepare.sampling = g->sampling_override;
 	return SY_OK;
 }
 
@@ -583,17 +583,14 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 static int parse_sampling_override(struct router_gen *g, struct sy_config_error *err)
 {
 	static const struct sy_config_mark none = {0, 0};
-	const char *text = g->cfg.router.override_sampling_params;
-	if (text == NULL)
-		return SY_OK;
-	json_error_t je;
-	g->sampling_override = json_loads(text, 0, &je);
-	if (g->sampling_override != NULL && json_is_object(g->sampling_override))
-		return SY_OK;
-	sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.override_sampling_params",
-		     "must be a JSON object%s%s", g->sampling_override ? "" : ": ",
-		     g->sampling_override ? "" : je.text);
-	return SY_ECONFIG;
+	char why[256] = "";
+	int rc = sampling_override_parse(g->cfg.router.override_sampling_params,
+					 g->cfg.router.sampling_param_conflict == SY_SAMPLING_REJECT,
+					 &g->sampling_override, why, sizeof(why));
+	if (rc == SY_ECONFIG)
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.override_sampling_params", "%s",
+			     why);
+	return rc;
 }
 
 int router_gen_build(struct sy_config *cfg, uint64_t number, struct router_gen **out,

@@ -37,8 +37,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "common/config.h"
 #include "router/core/buckets.h"
 #include "router/core/fleet_view.h"
@@ -68,8 +66,8 @@ struct router_gen {
 	uint64_t refs;                 /* atomic; the builder holds the first */
 	uint64_t number;               /* caller-chosen sequence number (logs) */
 	struct sy_config cfg;          /* the configuration it was built from (owned) */
-	json_t *sampling_override;     /* router.override_sampling_params parsed
-					  (an object); NULL when not set */
+	struct sampling_override *sampling_override; /* router.override_sampling_params
+							parsed; NULL when not set */
 	char *default_model;           /* model_id */
 	struct bucket *buckets;        /* n_buckets, config order */
 	size_t n_buckets;

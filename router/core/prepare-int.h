@@ -53,7 +53,7 @@ struct prep_result {
 	bool stream;
 	uint32_t n;
 	bool has_messages, has_prompt, has_text, has_input_ids;
-	struct prepare_splice splice;
+	struct body_members body;    /* counts and flags; arrays set by prepare.c */
 	/* chat only: template inputs and the input-ids forwarding gate */
 	struct prep_raw tools;       /* raw `tools` array */
 	struct prep_raw kwargs;      /* raw `chat_template_kwargs` object */
@@ -61,9 +61,11 @@ struct prep_result {
 	bool no_forward;             /* a field the gate excludes (prepare.h) */
 };
 
-/* Runs the validating scan. Returns 0, SY_EINVAL (err: 400 with offset) or
- * SY_ENOMEM. Fills `res`, buf->msgs / items / text / tokens. */
-int prepare_scan(enum route route, const char *body, size_t len, struct prepare_buf *buf,
-		 struct prep_result *res, struct router_error *err);
+/* Runs the validating scan; `sampling` (may be NULL) names the members of
+ * role BODY_SAMPLING. Returns 0, SY_EINVAL (err: 400 with offset) or
+ * SY_ENOMEM. Fills `res`, buf->msgs / items / text / tokens / top / sub. */
+int prepare_scan(enum route route, const struct sampling_override *sampling,
+		 const char *body, size_t len, struct prepare_buf *buf, struct prep_result *res,
+		 struct router_error *err);
 
 #endif

@@ -30,6 +30,8 @@ void prepare_buf_free(struct prepare_buf *b)
 	free(b->msgs);
 	free(b->items);
 	free(b->chat);
+	free(b->top);
+	free(b->sub);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -37,7 +39,7 @@ size_t prepare_buf_bytes(const struct prepare_buf *b)
 {
 	return b->text.cap + b->tokens.cap * sizeof(*b->tokens.ids) +
 	       b->cap_msgs * sizeof(struct prep_msg) + b->cap_items * sizeof(struct prep_item) +
-	       b->cap_chat * sizeof(*b->chat);
+	       b->cap_chat * sizeof(*b->chat) + (b->cap_top + b->cap_sub) * sizeof(*b->top);
 }
 
 static void buf_reset(struct prepare_buf *b)
@@ -46,6 +48,8 @@ static void buf_reset(struct prepare_buf *b)
 	sy_tokens_reset(&b->tokens);
 	b->n_msgs = 0;
 	b->n_items = 0;
+	b->n_top = 0;
+	b->n_sub = 0;
 }
 
 static struct router_span span_of(const struct prepare_buf *b, const struct prep_str *s)
@@ -306,13 +310,13 @@ int router_prepare(const struct router_prepare_opts *opts, enum route route,
 	buf_reset(buf);
 	out->route = route;
 
-	rc = prepare_scan(route, body, len, buf, &res, err);
+	rc = prepare_scan(route, opts->sampling, body, len, buf, &res, err);
 	if (rc == SY_ENOMEM)
 		return internal(err, rc, "out of memory");
 	if (rc != SY_OK)
 		return rc;
 
-	int64_t end = (int64_t)res.splice.object_end;
+	int64_t end = (int64_t)res.body.object_end;
 	switch (route) {
 	case ROUTE_CHAT_COMPLETIONS:
 		if (!res.has_messages) {
@@ -372,7 +376,11 @@ int router_prepare(const struct router_prepare_opts *opts, enum route route,
 	out->cache_salt = span_of(buf, &res.cache_salt);
 	out->stream = res.stream;
 	out->n = res.n;
-	out->splice = res.splice;
+	out->body = res.body;
+	out->body.top = buf->top;
+	out->body.n_top = buf->n_top;
+	out->body.sampling = buf->sub;
+	out->body.n_sampling = buf->n_sub;
 	out->memo = NULL;
 	return headers(opts, header, header_ctx, out, err);
 }

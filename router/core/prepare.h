@@ -79,17 +79,19 @@
  * per request, or one per process reset per request); it owns the token IDs
  * and decoded strings. The pick_request borrows from three places and is
  * valid while all of them live: the prepare_buf (model, cache_salt, token
- * IDs), the body (splice offsets refer to it) and the header storage (session
+ * IDs, body members), the body (member offsets refer to it) and the header storage (session
  * and routing keys are the spans the callback returned — h2o keeps them in
  * the request pool). Nothing is allocated per request beyond the buffer's
  * growth (kept across resets).
  *
- * PD splice facts (DESIGN.md §4 step 6, sglang-wire.md §15): the data plane
- * removes the client's bootstrap_host / bootstrap_port / bootstrap_room
- * members (the `cut` spans, ascending, non-overlapping, each including one
- * separating comma so the rest stays valid JSON) and inserts its own fields
- * just before the top-level '}' at `object_end`, preceded by a comma when
- * `members_kept` > 0.
+ * Body members (pick_request.body; DESIGN.md §4 step 6, sglang-wire.md §15,
+ * policy-defaults.md §7): the scan records every top-level member — and on
+ * /generate every member of an object "sampling_params" — as spans of the
+ * body (key with its quotes, value as written), in order, with the role the
+ * data plane gives it. Keys are compared after JSON unescaping (yajl hands
+ * decoded keys), so "bootstrap\u005froom" is bootstrap_room and "\u006e"
+ * is n. The body rewrite (router/dispatch/body_rewrite.h) builds the
+ * forwarded body from these records alone.
  */
 #ifndef SY_ROUTER_PREPARE_H
 #define SY_ROUTER_PREPARE_H
@@ -101,9 +103,9 @@
 #include "common/tokenizer/tokenizer.h"
 #include "router/core/error.h"
 #include "router/core/route.h"
+#include "router/core/sampling_override.h"
 
 #define ROUTER_PREPARE_BYTES_PER_TOKEN 4 /* tokenizer "off" estimate */
-#define ROUTER_PREPARE_MAX_CUTS 3        /* bootstrap_host, _port, _room */
 
 /* A borrowed byte span (not NUL-terminated). ptr NULL ⇔ absent. */
 struct router_span {
@@ -125,20 +127,44 @@ struct router_prepare_opts {
 	bool read_ttft_slo;                   /* router.ttft_slo_policy != disabled */
 	bool read_tps_slo;                    /* router.tps_slo_policy != disabled */
 	bool forward_input_ids;               /* router_prepare_can_forward() */
+	const struct sampling_override *sampling; /* borrowed; NULL: none. Its
+						     names get role BODY_SAMPLING */
 };
 
-/* A byte range of the body: [off, off + len). */
-struct prepare_cut {
-	size_t off;
-	size_t len;
+/* What the data plane does with a body member. */
+enum body_role {
+	BODY_KEEP = 0,         /* copied as written */
+	BODY_BOOTSTRAP,        /* client bootstrap_host / _port / _room: replaced in PD */
+	BODY_SAMPLING,         /* named by opts->sampling (param = its index):
+				  top-level on chat / completions, inside
+				  sampling_params on /generate */
+	BODY_SAMPLING_PARAMS,  /* /generate: the top-level "sampling_params" */
+	BODY_INPUT_IDS,        /* top-level "input_ids" */
 };
 
-/* What the data plane needs to splice PD bootstrap fields into the body. */
-struct prepare_splice {
-	size_t object_end;    /* offset of the top-level object's closing '}' */
-	size_t members_kept;  /* top-level members left after the cuts */
-	size_t n_cut;         /* client bootstrap_* members to remove */
-	struct prepare_cut cut[ROUTER_PREPARE_MAX_CUTS];
+/* One member of an object of the body: body[key, key + key_len) is the key
+ * as written (quotes and escapes included), body[value, value + value_len)
+ * its value as written. Offsets in bytes. */
+struct body_member {
+	size_t key, key_len;
+	size_t value, value_len;
+	enum body_role role;
+	unsigned param;        /* BODY_SAMPLING: index into opts->sampling->params */
+};
+
+/* The body's members as preparation found them (file comment). Arrays are
+ * borrowed from the prepare_buf. */
+struct body_members {
+	const struct body_member *top;      /* top-level members, body order */
+	size_t n_top;
+	const struct body_member *sampling; /* /generate: members of the object
+					       "sampling_params", body order */
+	size_t n_sampling;
+	size_t object_end;       /* offset of the top-level object's closing '}' */
+	size_t n_override;       /* members with role BODY_SAMPLING */
+	bool sampling_object;    /* /generate: "sampling_params" is an object */
+	bool has_sampling_params; /* /generate: "sampling_params" present (object or null) */
+	bool has_input_ids;      /* a top-level "input_ids" member is present */
 };
 
 struct prefix_memo; /* issue 6 (router/policies/cache/cache_source.h): per-request
@@ -168,7 +194,7 @@ struct pick_request {
 	double ttft_slo_ms;            /* x-sgl-ttft-slo-ms, milliseconds */
 	bool has_tps_slo;
 	double tps_slo;                /* x-sgl-tps-slo, tokens per second */
-	struct prepare_splice splice;  /* PD bootstrap splice facts */
+	struct body_members body;      /* members the data plane rewrites */
 	struct prefix_memo *memo;      /* issue 6: filled between prepare and
 					  select (DESIGN §4 step 3); NULL now */
 	bool forward_ids;              /* chat: send token_ids to the engine as
@@ -187,6 +213,10 @@ struct prepare_buf {
 	size_t n_items, cap_items;
 	struct sy_chat_message *chat; /* internal: spans built after the scan */
 	size_t cap_chat;
+	struct body_member *top;   /* body members (pick_request.body) */
+	size_t n_top, cap_top;
+	struct body_member *sub;   /* members of /generate's sampling_params */
+	size_t n_sub, cap_sub;
 };
 
 void prepare_buf_init(struct prepare_buf *b);

@@ -11,10 +11,13 @@
  * string") and the byte offset yajl has reached (just past the offending
  * token).
  *
- * Top-level members are tracked for the PD splice (prepare.h): member i
- * spans [end of member i−1, end of member i), i.e. with its leading comma;
- * a cut member in the leading run (no member kept before it) instead takes
- * the comma that follows it, so the kept members stay valid JSON.
+ * Body members (prepare.h): every top-level member, and every member of
+ * /generate's sampling_params object, is recorded when its key arrives
+ * (yajl's map-key callback passes the key decoded, so roles are decided on
+ * the unescaped name): the key span ends where yajl has consumed to, it
+ * starts at the first '"' after the previous member's end (past
+ * whitespace and the separating comma), and the value starts after the
+ * ':' that follows; the value's length is set when the value ends.
  */
 #include "router/core/prepare-int.h"
 #include "common/errors.h"
@@ -138,6 +141,7 @@ struct frame {
 
 struct scan {
 	enum route route;
+	const struct sampling_override *sampling;
 	const char *body;
 	size_t len;
 	yajl_handle h;
@@ -153,9 +157,9 @@ struct scan {
 	int top_key;  /* FR_TOP's key of the member being read */
 	unsigned seen; /* top keys seen (bit per enum top_key) */
 
-	/* top-level members, for the PD splice */
-	size_t member_start;   /* end of the previous member (or just after '{') */
-	size_t last_cut_end;
+	/* body members (prepare.h) */
+	size_t member_start;   /* end of the previous top-level member (or just after '{') */
+	size_t sub_start;      /* the same inside sampling_params */
 	bool top_started, top_done;
 
 	/* lists */
@@ -299,34 +303,44 @@ static int push(struct scan *s, enum frame_kind k)
 	return 1;
 }
 
-/* Scans forward from `at` over whitespace; returns the offset just past a
- * comma found there, or `at` when none. */
-static size_t past_comma(const struct scan *s, size_t at)
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* The first offset at or after `at` that is neither whitespace nor `sep`. */
+static size_t past(const struct scan *s, size_t at, char sep)
 {
-	size_t i = at;
-	while (i < s->len && (s->body[i] == ' ' || s->body[i] == '\t' || s->body[i] == '\n' ||
-			      s->body[i] == '\r'))
-		i++;
-	return i < s->len && s->body[i] == ',' ? i + 1 : at;
+	while (at < s->len && (is_ws(s->body[at]) || s->body[at] == sep))
+		at++;
+	return at;
+}
+
+/* Records the member whose key just ended (yajl consumed up to its closing
+ * quote); `start` is the previous member's end. Returns 1, or 0 on nomem. */
+static int member_begin(struct scan *s, bool sub, size_t start, enum body_role role,
+			unsigned param)
+{
+	struct prepare_buf *b = s->buf;
+	struct body_member **arr = sub ? &b->sub : &b->top;
+	size_t *n = sub ? &b->n_sub : &b->n_top, *cap = sub ? &b->cap_sub : &b->cap_top;
+	if (!grow((void **)arr, cap, *n + 1, sizeof(struct body_member)))
+		return nomem(s);
+	size_t key_end = yajl_get_bytes_consumed(s->h);
+	struct body_member *m = &(*arr)[(*n)++];
+	m->key = past(s, start, ',');
+	m->key_len = key_end - m->key;
+	m->value = past(s, key_end, ':');
+	m->value_len = 0;
+	m->role = role;
+	m->param = param;
+	if (role == BODY_SAMPLING)
+		s->res->body.n_override++;
+	return 1;
 }
 
 /* A top-level member's value ended at `end`. */
 static void top_member_done(struct scan *s, size_t end)
 {
-	struct prepare_splice *sp = &s->res->splice;
-	int k = s->top_key;
-	bool cut = k == K_BOOT_HOST || k == K_BOOT_PORT || k == K_BOOT_ROOM;
-
-	if (cut && sp->n_cut < ROUTER_PREPARE_MAX_CUTS) {
-		size_t from = s->member_start > s->last_cut_end ? s->member_start : s->last_cut_end;
-		size_t to = sp->members_kept == 0 ? past_comma(s, end) : end;
-		sp->cut[sp->n_cut].off = from;
-		sp->cut[sp->n_cut].len = to - from;
-		sp->n_cut++;
-		s->last_cut_end = to;
-	} else if (!cut) {
-		sp->members_kept++;
-	}
+	struct body_member *m = &s->buf->top[s->buf->n_top - 1];
+	m->value_len = end - m->value;
 	s->member_start = end;
 	s->top_key = K_NONE;
 	s->fr[0].key = K_NONE;
@@ -346,6 +360,14 @@ static void value_done(struct scan *s)
 	case FR_IDS:
 		f->index++;
 		break;
+	case FR_SAMPLING: {
+		size_t end = yajl_get_bytes_consumed(s->h);
+		struct body_member *m = &s->buf->sub[s->buf->n_sub - 1];
+		m->value_len = end - m->value;
+		s->sub_start = end;
+		f->key = 0;
+		break;
+	}
 	default:
 		f->key = 0;
 		break;
@@ -604,10 +626,13 @@ static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		s->list_mode = LM_UNKNOWN;
 		return push(s, FR_LIST);
 	case K_SAMPLING:
+		r->body.has_sampling_params = true;
 		if (k == V_NULL)
 			return skip_value(s, k);
 		if (k != V_MAP)
 			return fail(s, "expected an object, not %s", kind_name(k));
+		r->body.sampling_object = true;
+		s->sub_start = yajl_get_bytes_consumed(s->h);
 		return push(s, FR_SAMPLING);
 	default: /* unknown, other route, bootstrap_*: skipped */
 		return skip_value(s, k);
@@ -808,7 +833,7 @@ static int on_end(struct scan *s, bool is_map)
 
 	switch (f->kind) {
 	case FR_TOP:
-		s->res->splice.object_end = yajl_get_bytes_consumed(s->h) - 1;
+		s->res->body.object_end = yajl_get_bytes_consumed(s->h) - 1;
 		s->top_done = true;
 		s->nfr--;
 		return 1;
@@ -916,7 +941,20 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 		}
 		f->key = key;
 		s->top_key = key;
-		return 1;
+		enum body_role role = BODY_KEEP;
+		int param = -1;
+		if (key == K_BOOT_HOST || key == K_BOOT_PORT || key == K_BOOT_ROOM)
+			role = BODY_BOOTSTRAP;
+		else if (key == K_SAMPLING)
+			role = BODY_SAMPLING_PARAMS;
+		else if (s->route != ROUTE_GENERATE &&
+			 (param = sampling_override_find(s->sampling, (const char *)k, l)) >= 0)
+			role = BODY_SAMPLING;
+		else if (l == 9 && memcmp(k, "input_ids", 9) == 0)
+			role = BODY_INPUT_IDS;
+		if (role == BODY_INPUT_IDS)
+			s->res->body.has_input_ids = true;
+		return member_begin(s, false, s->member_start, role, param >= 0 ? (unsigned)param : 0);
 	}
 	int lo = S_NONE, hi = S_NONE;
 	if (f->kind == FR_MESSAGE)
@@ -932,6 +970,11 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 		}
 	}
 	f->key = key;
+	if (f->kind == FR_SAMPLING) {
+		int param = sampling_override_find(s->sampling, (const char *)k, l);
+		return member_begin(s, true, s->sub_start, param >= 0 ? BODY_SAMPLING : BODY_KEEP,
+				    param >= 0 ? (unsigned)param : 0);
+	}
 	return 1;
 }
 
@@ -1033,8 +1076,9 @@ static void *arena_realloc(void *ctx, void *p, size_t sz)
 
 static yajl_alloc_funcs arena_funcs = {arena_malloc, arena_realloc, arena_free, NULL};
 
-int prepare_scan(enum route route, const char *body, size_t len, struct prepare_buf *buf,
-		 struct prep_result *res, struct router_error *err)
+int prepare_scan(enum route route, const struct sampling_override *sampling,
+		 const char *body, size_t len, struct prepare_buf *buf, struct prep_result *res,
+		 struct router_error *err)
 {
 	struct scan s;
 	char why[128];
@@ -1043,6 +1087,7 @@ int prepare_scan(enum route route, const char *body, size_t len, struct prepare_
 	memset(res, 0, sizeof(*res));
 	res->n = 1;
 	s.route = route;
+	s.sampling = sampling;
 	s.body = body;
 	s.len = len;
 	s.buf = buf;

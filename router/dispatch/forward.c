@@ -31,7 +31,6 @@
 #include "router/core/buf.h"
 #include "router/dispatch/breaker.h"
 #include "router/http/metrics.h"
-#include "router/dispatch/rewrite.h"
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
 
@@ -694,15 +693,8 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 	rt_metrics_decision(rt_w.metrics, rt_w.index, sel->policy, sel->reason);
 
 	if (sel->pd) {
-		/* Bootstrap fields of the chosen prefill worker, same body to both. */
-		char host[256];
-		uint16_t port;
-		const char *path;
-		if (rt_url_split(sel->prefill.id, host, sizeof(host), &port, &path) != 0 ||
-		    rt_pd_splice(&req->pool, body, host, sel->prefill.bootstrap_port,
-				 rt_pd_batch_size(body, route), &f->body) != 0) {
-			return rt_send_errorf(req, route, 500, "internal_error", "cannot add the PD bootstrap fields to the request");
-		}
+		/* The body carries the prefill worker's bootstrap fields (infer.c);
+		 * the same body goes to both. */
 		const char *why = NULL;
 		struct rt_upstream *pu =
 			rt_upstream_get(rt_w.upstreams, sel->prefill.slot, sel->prefill.id, &why);

@@ -18,9 +18,9 @@
  * - client cancel aborts the upstream request (not a PD prefill);
  * - opt-in single retry (--retry-once) to another worker for failures
  *   before any byte reached the client; never for PD;
- * - PD: bootstrap fields spliced into the body (pd.c), the same body to
- *   both, prefill detached (its failure is logged), decode answer to the
- *   client, header x-sgl-decode-url on both upstream requests and the
+ * - PD: the body arrives with the prefill worker's bootstrap fields
+ *   (router/dispatch/body_rewrite.h), the same body goes to both, prefill
+ *   detached (its failure is logged), decode answer to the client, header x-sgl-decode-url on both upstream requests and the
  *   client response.
  */
 #ifndef SY_ROUTER_FORWARD_H
@@ -32,7 +32,8 @@
 #include "router/core/select.h"
 #include "router/http/infer.h"
 
-/* Forwards `req` (body `body`, borrowed from the request pool) to the
+/* Forwards `req` (body `body`: the forwarded body, already rewritten by
+ * the caller, borrowed from the request pool) to the
  * engine(s) of `sel` (copied; its strings borrow from `g`, which the
  * forward keeps referenced). `ir` is the prepared request (pool), for the
  * route, the receipt time and a retry's selection. `t_selected_ns` is when

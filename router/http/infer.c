@@ -1,5 +1,7 @@
 /* infer.c — the inference routes, top to bottom (infer.h): body limit,
- * preparation, the body rewrite, selection, dispatch. Nothing is
+ * preparation, the sampling conflict check, selection, the one body
+ * rewrite (router/dispatch/body_rewrite.h: sampling override, input ids,
+ * PD bootstrap fields), dispatch. Nothing is
  * dispatched before a complete selection; a forwarding failure never
  * restarts selection (only the opt-in retry in forward.c selects again). */
 #include "router/http/infer.h"
@@ -8,12 +10,12 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "router/dispatch/body_rewrite.h"
 #include "router/dispatch/forward.h"
-#include "router/dispatch/input_ids.h"
-#include "router/dispatch/rewrite.h"
 #include "router/http/metrics.h"
 #include "router/http/response.h"
 #include "router/http/routes.h"
+#include "router/upstream/pool.h"
 #include "router/worker.h"
 
 /* ---- preparation ----------------------------------------------------------- */
@@ -100,6 +102,38 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 	return SY_ENOENT;
 }
 
+/* ---- the body rewrite -------------------------------------------------------- */
+
+/* Builds the forwarded body into the request pool (body_rewrite.h):
+ * returns 0 with *body set (unchanged when nothing changes), or -1 when
+ * the prefill worker's ID gives no host. */
+static int rewrite_body(h2o_req_t *req, const struct sampling_override *ov,
+			const struct pick_request *pr, const struct selection *sel,
+			h2o_iovec_t *body)
+{
+	struct body_rewrite rw = {.sampling = ov};
+	char host[256];
+	if (pr->forward_ids) {
+		rw.input_ids = pr->token_ids;
+		rw.n_input_ids = pr->n_token_ids;
+	}
+	if (sel->pd) {
+		uint16_t port;
+		const char *path;
+		if (rt_url_split(sel->prefill.id, host, sizeof(host), &port, &path) != 0)
+			return -1;
+		rw.pd_host = host;
+		rw.pd_host_len = strlen(host);
+		rw.pd_port = sel->prefill.bootstrap_port;
+	}
+	if (!body_rewrite_needed(&rw))
+		return 0;
+	char *out = h2o_mem_alloc_pool(&req->pool, body_rewrite_bound(&rw, pr, body->len));
+	body->len = body_rewrite_build(&rw, body->base, pr, out);
+	body->base = out;
+	return 0;
+}
+
 /* ---- the route ------------------------------------------------------------- */
 
 int rt_route_infer(h2o_req_t *req, enum route route)
@@ -120,34 +154,16 @@ int rt_route_infer(h2o_req_t *req, enum route route)
 		return rt_send_error(req, route, &err);
 	uint64_t t1 = ir->t_prepared_ns;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PREPARE, t1 - t0);
-	bool rewritten = false; /* time passed since t1 */
-
-	if (g->sampling_override != NULL) {
-		const char *param = NULL;
-		h2o_iovec_t nb;
-		int rc = rt_sampling_override(&req->pool, body, route, g->sampling_override,
-					      g->cfg.router.sampling_param_conflict == SY_SAMPLING_REJECT,
-					      &nb, &param);
-		if (rc == -2) {
-			rt_metrics_sampling_rejection(rt_w.metrics, rt_w.index, param);
-			return rt_send_errorf(req, route, 400, "sampling_contract_violation",
-					      "%s: differs from the router's sampling override", param);
-		}
-		if (rc == 0)
-			body = nb;
-		rewritten = true;
-	}
-
-	if (ir->pr.forward_ids) {
-		if (rt_input_ids_body(&req->pool, body, ir->pr.token_ids, ir->pr.n_token_ids,
-				      &body) != 0)
-			return rt_send_errorf(req, route, 500, "internal_error",
-					      "cannot add input_ids to the request");
-		rewritten = true;
+	const struct sampling_override *ov = g->sampling_override;
+	const char *param = NULL;
+	if (body_rewrite_check(ov, body.base, &ir->pr, &param) != 0) {
+		rt_metrics_sampling_rejection(rt_w.metrics, rt_w.index, param);
+		return rt_send_errorf(req, route, 400, "sampling_contract_violation",
+				      "%s: differs from the router's sampling override", param);
 	}
 
 	struct selection sel;
-	uint64_t t2 = rewritten ? sy_mono_ns() : t1;
+	uint64_t t2 = ir->pr.body.n_override > 0 ? sy_mono_ns() : t1; /* values compared */
 	if (rt_infer_select(g, ir, NULL, t2, &sel, &err) != 0) {
 		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
 		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err.code);
@@ -155,5 +171,8 @@ int rt_route_infer(h2o_req_t *req, enum route route)
 	}
 	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
+	if (rewrite_body(req, ov, &ir->pr, &sel, &body) != 0)
+		return rt_send_errorf(req, route, 500, "internal_error",
+				      "cannot add the PD bootstrap fields to the request");
 	return rt_forward_start(req, g, ir, &sel, body, t3);
 }

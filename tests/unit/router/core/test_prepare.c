@@ -1,7 +1,7 @@
 /* test_prepare.c — router_prepare (router/core/prepare.h): the three routes,
  * validation messages with their paths and byte offsets, malformed JSON,
  * tokenization (bytes and off), batches, expected peak and its overflow,
- * header keys, and the PD splice facts. */
+ * header keys, and the body member records. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -322,44 +322,66 @@ START_TEST(test_headers_session_routing_and_slo)
 }
 END_TEST
 
-/* Applies the splice facts: cuts removed, `ins` inserted before '}'. */
-static void splice(const char *body, const char *ins, char *out, size_t cap)
+/* The member's key and value as written. */
+static void ck_member(const char *body, const struct body_member *m, const char *key,
+		      const char *value, enum body_role role)
 {
-	size_t o = 0, at = 0;
-	for (size_t k = 0; k < req.splice.n_cut; k++) {
-		memcpy(out + o, body + at, req.splice.cut[k].off - at);
-		o += req.splice.cut[k].off - at;
-		at = req.splice.cut[k].off + req.splice.cut[k].len;
-	}
-	memcpy(out + o, body + at, req.splice.object_end - at);
-	o += req.splice.object_end - at;
-	o += (size_t)snprintf(out + o, cap - o, "%s%s", req.splice.members_kept ? "," : "", ins);
-	snprintf(out + o, cap - o, "%s", body + req.splice.object_end);
+	ck_assert_uint_eq(m->key_len, strlen(key));
+	ck_assert(memcmp(body + m->key, key, m->key_len) == 0);
+	ck_assert_uint_eq(m->value_len, strlen(value));
+	ck_assert(memcmp(body + m->value, value, m->value_len) == 0);
+	ck_assert_int_eq(m->role, role);
 }
 
-START_TEST(test_splice_facts_remove_client_bootstrap_fields)
+START_TEST(test_body_members_record_spans_and_roles_after_unescaping)
 {
-	char out[512];
-	const char *b = "{\"bootstrap_room\": 5, \"bootstrap_host\": [1,{}], "
+	const char *b = "{\"bootstrap_room\": 5, \"bootstrap\\u005fhost\" : [1,{}], "
 			"\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}], "
-			"\"bootstrap_port\": null}";
+			"\"bootstrap_port\": null ,\"input\\u005fids\":null}";
 	ck_assert_int_eq(chat(b), SY_OK);
-	ck_assert_uint_eq(req.splice.n_cut, 3);
-	ck_assert_uint_eq(req.splice.members_kept, 1);
-	ck_assert_uint_eq(req.splice.object_end, strlen(b) - 1);
-	splice(b, "\"bootstrap_room\":1", out, sizeof(out));
-	ck_assert_str_eq(out, "{ \"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"bootstrap_room\":1}");
+	ck_assert_uint_eq(req.body.n_top, 5);
+	ck_member(b, &req.body.top[0], "\"bootstrap_room\"", "5", BODY_BOOTSTRAP);
+	ck_member(b, &req.body.top[1], "\"bootstrap\\u005fhost\"", "[1,{}]", BODY_BOOTSTRAP);
+	ck_member(b, &req.body.top[2], "\"messages\"", "[{\"role\":\"user\",\"content\":\"hi\"}]",
+		  BODY_KEEP);
+	ck_member(b, &req.body.top[3], "\"bootstrap_port\"", "null", BODY_BOOTSTRAP);
+	ck_member(b, &req.body.top[4], "\"input\\u005fids\"", "null", BODY_INPUT_IDS);
+	ck_assert(req.body.has_input_ids);
+	ck_assert_uint_eq(req.body.object_end, strlen(b) - 1);
+	ck_assert_uint_eq(req.body.n_override, 0);
 
-	const char *c = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"bootstrap_port\":1,"
-			"\"model\":\"m\"}";
+	/* sampling keys: top-level on chat, inside sampling_params on /generate */
+	struct sampling_override *ov;
+	char why[64];
+	ck_assert_int_eq(sampling_override_parse("{\"top_k\":1,\"temperature\":0}", true, &ov, why,
+						 sizeof(why)), SY_OK);
+	opts.sampling = ov;
+	const char *c = "{\"temperatur\\u0065\":0.9,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
 	ck_assert_int_eq(chat(c), SY_OK);
-	splice(c, "\"x\":1", out, sizeof(out));
-	ck_assert_str_eq(out, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"model\":\"m\",\"x\":1}");
+	ck_member(c, &req.body.top[0], "\"temperatur\\u0065\"", "0.9", BODY_SAMPLING);
+	ck_assert_uint_eq(req.body.top[0].param, 1);
+	ck_assert_uint_eq(req.body.n_override, 1);
+	const char *g = "{\"input_ids\":[1],\"top_k\":2,\"sampling_params\":{ \"top_k\" : 3 ,\"x\":{}}}";
+	ck_assert_int_eq(prep(ROUTE_GENERATE, g), SY_OK);
+	ck_member(g, &req.body.top[1], "\"top_k\"", "2", BODY_KEEP);
+	ck_member(g, &req.body.top[2], "\"sampling_params\"", "{ \"top_k\" : 3 ,\"x\":{}}",
+		  BODY_SAMPLING_PARAMS);
+	ck_assert(req.body.sampling_object && req.body.has_sampling_params);
+	ck_assert_uint_eq(req.body.n_sampling, 2);
+	ck_member(g, &req.body.sampling[0], "\"top_k\"", "3", BODY_SAMPLING);
+	ck_member(g, &req.body.sampling[1], "\"x\"", "{}", BODY_KEEP);
+	ck_assert_uint_eq(req.body.n_override, 1);
+	opts.sampling = NULL;
+	sampling_override_free(ov);
 
 	ck_assert_int_eq(prep(ROUTE_GENERATE, "{\"input_ids\":[1]}"), SY_OK);
-	ck_assert_uint_eq(req.splice.n_cut, 0);
-	ck_assert_uint_eq(req.splice.object_end, 16);
+	ck_assert_uint_eq(req.body.object_end, 16);
 	ck_bad(chat("{\"bootstrap_room\":1,\"bootstrap_room\":2}"), "bootstrap_room: duplicate key", 36);
+	ck_bad(chat("{\"bootstrap_room\":1,\"bootstrap\\u005froom\":2}"),
+	       "bootstrap_room: duplicate key", 41);
+	ck_assert_int_eq(chat("{\"\\u006e\":3,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"),
+			 SY_OK);
+	ck_assert_uint_eq(req.n, 3);
 }
 END_TEST
 
@@ -481,7 +503,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_generate_text_input_ids_and_sampling_params);
 	tcase_add_test(tc, test_tokenizer_off_estimates_from_body_size);
 	tcase_add_test(tc, test_headers_session_routing_and_slo);
-	tcase_add_test(tc, test_splice_facts_remove_client_bootstrap_fields);
+	tcase_add_test(tc, test_body_members_record_spans_and_roles_after_unescaping);
 	tcase_add_test(tc, test_buffer_is_reused_across_requests);
 	tcase_add_test(tc, test_forward_gate_plain_chat_shapes_only);
 	tcase_add_test(tc, test_chat_template_inputs_are_validated);
