@@ -12,7 +12,7 @@
 #include "common/errors.h"
 #include "common/tokenizer/chat-template.h"
 
-#define LIT(s) (s), (sizeof(s) - 1)
+#include "common/lit.h"
 
 static int put(struct sy_textbuf *o, const char *p, size_t n)
 {
@@ -21,7 +21,7 @@ static int put(struct sy_textbuf *o, const char *p, size_t n)
 
 static int put_string(const char *s, size_t n, struct sy_textbuf *o)
 {
-	int rc = put(o, LIT("\""));
+	int rc = put(o, SY_LIT("\""));
 	size_t start = 0;
 	for (size_t i = 0; rc == SY_OK && i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -50,7 +50,7 @@ static int put_string(const char *s, size_t n, struct sy_textbuf *o)
 	if (rc == SY_OK)
 		rc = put(o, s + start, n - start);
 	if (rc == SY_OK)
-		rc = put(o, LIT("\""));
+		rc = put(o, SY_LIT("\""));
 	return rc;
 }
 
@@ -116,9 +116,9 @@ static int put_real(double d, struct sy_textbuf *o)
 /* newline + indent * depth spaces (Python json.dumps with indent) */
 static int put_pad(struct sy_textbuf *o, int indent, int depth)
 {
-	int rc = put(o, LIT("\n"));
+	int rc = put(o, SY_LIT("\n"));
 	for (int i = 0; rc == SY_OK && i < indent * depth; i++)
-		rc = put(o, LIT(" "));
+		rc = put(o, SY_LIT(" "));
 	return rc;
 }
 
@@ -131,9 +131,9 @@ static int tojson_at(const json_t *v, int indent, int depth, struct sy_textbuf *
 	char buf[32];
 	int rc = SY_OK;
 	switch (json_typeof(v)) {
-	case JSON_NULL: return put(o, LIT("null"));
-	case JSON_TRUE: return put(o, LIT("true"));
-	case JSON_FALSE: return put(o, LIT("false"));
+	case JSON_NULL: return put(o, SY_LIT("null"));
+	case JSON_TRUE: return put(o, SY_LIT("true"));
+	case JSON_FALSE: return put(o, SY_LIT("false"));
 	case JSON_INTEGER:
 		return put(o, buf, (size_t)snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
 						    json_integer_value(v)));
@@ -143,10 +143,10 @@ static int tojson_at(const json_t *v, int indent, int depth, struct sy_textbuf *
 		return put_string(json_string_value(v), json_string_length(v), o);
 	case JSON_ARRAY: {
 		size_t n = json_array_size(v);
-		rc = put(o, LIT("["));
+		rc = put(o, SY_LIT("["));
 		for (size_t i = 0; rc == SY_OK && i < n; i++) {
 			if (i)
-				rc = indent ? put(o, LIT(",")) : put(o, LIT(", "));
+				rc = indent ? put(o, SY_LIT(",")) : put(o, SY_LIT(", "));
 			if (rc == SY_OK && indent)
 				rc = put_pad(o, indent, depth + 1);
 			if (rc == SY_OK)
@@ -154,30 +154,30 @@ static int tojson_at(const json_t *v, int indent, int depth, struct sy_textbuf *
 		}
 		if (rc == SY_OK && indent && n)
 			rc = put_pad(o, indent, depth);
-		return rc ? rc : put(o, LIT("]"));
+		return rc ? rc : put(o, SY_LIT("]"));
 	}
 	case JSON_OBJECT: {
-		rc = put(o, LIT("{"));
+		rc = put(o, SY_LIT("{"));
 		bool first = true;
 		const char *key;
 		size_t klen;
 		json_t *val;
 		json_object_keylen_foreach((json_t *)v, key, klen, val) {
 			if (rc == SY_OK && !first)
-				rc = indent ? put(o, LIT(",")) : put(o, LIT(", "));
+				rc = indent ? put(o, SY_LIT(",")) : put(o, SY_LIT(", "));
 			first = false;
 			if (rc == SY_OK && indent)
 				rc = put_pad(o, indent, depth + 1);
 			if (rc == SY_OK)
 				rc = put_string(key, klen, o);
 			if (rc == SY_OK)
-				rc = put(o, LIT(": "));
+				rc = put(o, SY_LIT(": "));
 			if (rc == SY_OK)
 				rc = tojson_at(val, indent, depth + 1, o);
 		}
 		if (rc == SY_OK && indent && !first)
 			rc = put_pad(o, indent, depth);
-		return rc ? rc : put(o, LIT("}"));
+		return rc ? rc : put(o, SY_LIT("}"));
 	}
 	}
 	return SY_EINVAL;
@@ -211,23 +211,23 @@ int sy_chat_tool_function_json(const json_t *tool, struct sy_textbuf *o)
 	if (!json_is_object(f))
 		return SY_EMALFORMED;
 	static const char *const keys[] = {"description", "name", "parameters"};
-	int rc = put(o, LIT("{"));
+	int rc = put(o, SY_LIT("{"));
 	for (size_t i = 0; rc == SY_OK && i < 3; i++) {
 		json_t *v = json_object_get(f, keys[i]);
 		char kb[32];
 		int kl = snprintf(kb, sizeof kb, "\"%s\": ", keys[i]);
 		rc = put(o, kb, (size_t)kl);
 		if (rc == SY_OK)
-			rc = v ? sy_chat_tojson(v, o) : put(o, LIT("null"));
+			rc = v ? sy_chat_tojson(v, o) : put(o, SY_LIT("null"));
 		if (rc == SY_OK)
-			rc = put(o, LIT(", "));
+			rc = put(o, SY_LIT(", "));
 	}
 	if (rc == SY_OK)
-		rc = put(o, LIT("\"strict\": "));
+		rc = put(o, SY_LIT("\"strict\": "));
 	if (rc == SY_OK)
-		rc = json_is_true(json_object_get(f, "strict")) ? put(o, LIT("true"))
-							       : put(o, LIT("false"));
-	return rc ? rc : put(o, LIT("}"));
+		rc = json_is_true(json_object_get(f, "strict")) ? put(o, SY_LIT("true"))
+							       : put(o, SY_LIT("false"));
+	return rc ? rc : put(o, SY_LIT("}"));
 }
 
 int sy_chat_tool_function_model(const json_t *tool, json_t **out)
@@ -258,7 +258,7 @@ int sy_chat_tool_function_model(const json_t *tool, json_t **out)
 int sy_chat_tool_arguments(const json_t *args, struct sy_textbuf *o)
 {
 	if (!args)
-		return put(o, LIT("null"));
+		return put(o, SY_LIT("null"));
 	if (!json_is_string(args))
 		return sy_chat_tojson(args, o);
 	json_error_t err;

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#define LIT(s) (s), (sizeof(s) - 1)
+#include "common/lit.h"
 
 static int render(const struct sy_chat_template *t, const struct sy_chat_message *msgs,
 		  size_t n, const struct sy_chat_opts *opts, struct sy_textbuf *o)
@@ -24,14 +24,14 @@ static int render(const struct sy_chat_template *t, const struct sy_chat_message
 			rc = sy_textbuf_append(o, t->bos_token, strlen(t->bos_token));
 		struct sy_chat_span c = sy_chat_strip(msgs[i].content, NULL, true, true);
 		if (rc == SY_OK &&
-		    (rc = sy_textbuf_append(o, LIT("<|start_header_id|>"))) == SY_OK &&
+		    (rc = sy_textbuf_append(o, SY_LIT("<|start_header_id|>"))) == SY_OK &&
 		    (rc = sy_textbuf_append(o, msgs[i].role.ptr, msgs[i].role.len)) == SY_OK &&
-		    (rc = sy_textbuf_append(o, LIT("<|end_header_id|>\n\n"))) == SY_OK &&
+		    (rc = sy_textbuf_append(o, SY_LIT("<|end_header_id|>\n\n"))) == SY_OK &&
 		    (rc = sy_textbuf_append(o, c.ptr, c.len)) == SY_OK)
-			rc = sy_textbuf_append(o, LIT("<|eot_id|>"));
+			rc = sy_textbuf_append(o, SY_LIT("<|eot_id|>"));
 	}
 	if (rc == SY_OK && opts->add_generation_prompt)
-		rc = sy_textbuf_append(o, LIT("<|start_header_id|>assistant<|end_header_id|>\n\n"));
+		rc = sy_textbuf_append(o, SY_LIT("<|start_header_id|>assistant<|end_header_id|>\n\n"));
 	return rc;
 }
 

@@ -36,7 +36,7 @@
 #include "common/errors.h"
 #include "common/tokenizer/chat-template.h"
 
-#define LIT(s) (s), (sizeof(s) - 1)
+#include "common/lit.h"
 
 static int put(struct sy_textbuf *o, const char *p, size_t n)
 {
@@ -94,7 +94,7 @@ static int put_tools(struct sy_textbuf *o, const json_t *tools)
 	int rc = SY_OK;
 	for (size_t i = 0; rc == SY_OK && i < json_array_size(tools); i++) {
 		if ((rc = sy_chat_tojson_indent(json_array_get(tools, i), 4, o)) == SY_OK)
-			rc = put(o, LIT("\n\n"));
+			rc = put(o, SY_LIT("\n\n"));
 	}
 	return rc;
 }
@@ -149,13 +149,13 @@ static int render_tool_call(const struct ctx *c, const struct sy_chat_message *m
 		if (parsed)
 			args = parsed;
 	}
-	rc = put(o, LIT("<|start_header_id|>assistant<|end_header_id|>\n\n"));
+	rc = put(o, SY_LIT("<|start_header_id|>assistant<|end_header_id|>\n\n"));
 	if (rc == SY_OK && c->builtin && builtin_has(c->builtin, name)) {
 		if (!json_is_object(args))
 			rc = SY_EINVAL; /* `arguments | items` needs a mapping */
-		if (rc == SY_OK && (rc = put(o, LIT("<|python_tag|>"))) == SY_OK &&
+		if (rc == SY_OK && (rc = put(o, SY_LIT("<|python_tag|>"))) == SY_OK &&
 		    (rc = put_str(o, name)) == SY_OK)
-			rc = put(o, LIT(".call("));
+			rc = put(o, SY_LIT(".call("));
 		const char *k;
 		size_t kl;
 		json_t *v;
@@ -165,24 +165,24 @@ static int render_tool_call(const struct ctx *c, const struct sy_chat_message *m
 				if (rc == SY_OK && !json_is_string(v))
 					rc = SY_EINVAL;
 				if (rc == SY_OK && !first)
-					rc = put(o, LIT(", "));
+					rc = put(o, SY_LIT(", "));
 				first = false;
 				if (rc == SY_OK && (rc = put(o, k, kl)) == SY_OK &&
-				    (rc = put(o, LIT("=\""))) == SY_OK && (rc = put_str(o, v)) == SY_OK)
-					rc = put(o, LIT("\""));
+				    (rc = put(o, SY_LIT("=\""))) == SY_OK && (rc = put_str(o, v)) == SY_OK)
+					rc = put(o, SY_LIT("\""));
 			}
 		}
 		if (rc == SY_OK)
-			rc = put(o, LIT(")"));
+			rc = put(o, SY_LIT(")"));
 	} else if (rc == SY_OK) {
-		if ((rc = put(o, LIT("{\"name\": \""))) == SY_OK && (rc = put_str(o, name)) == SY_OK &&
-		    (rc = put(o, LIT("\", \"parameters\": "))) == SY_OK)
-			rc = args ? sy_chat_tojson(args, o) : put(o, LIT("null"));
+		if ((rc = put(o, SY_LIT("{\"name\": \""))) == SY_OK && (rc = put_str(o, name)) == SY_OK &&
+		    (rc = put(o, SY_LIT("\", \"parameters\": "))) == SY_OK)
+			rc = args ? sy_chat_tojson(args, o) : put(o, SY_LIT("null"));
 		if (rc == SY_OK)
-			rc = put(o, LIT("}"));
+			rc = put(o, SY_LIT("}"));
 	}
 	if (rc == SY_OK)
-		rc = c->builtin ? put(o, LIT("<|eom_id|>")) : put(o, LIT("<|eot_id|>"));
+		rc = c->builtin ? put(o, SY_LIT("<|eom_id|>")) : put(o, SY_LIT("<|eot_id|>"));
 	json_decref(parsed);
 	json_decref(calls);
 	return rc;
@@ -200,11 +200,11 @@ static int render_body(const struct sy_chat_template *t, const struct sy_chat_me
 	if (span_is(msgs[0].role, "system"))
 		sys = msgs[i++].content;
 	if (rc == SY_OK)
-		rc = put(o, LIT("<|start_header_id|>system<|end_header_id|>\n\n"));
+		rc = put(o, SY_LIT("<|start_header_id|>system<|end_header_id|>\n\n"));
 	if (rc == SY_OK && (c->builtin || c->tools))
-		rc = put(o, LIT("Environment: ipython\n"));
+		rc = put(o, SY_LIT("Environment: ipython\n"));
 	if (rc == SY_OK && c->builtin) {
-		rc = put(o, LIT("Tools: "));
+		rc = put(o, SY_LIT("Tools: "));
 		bool first = true;
 		size_t k;
 		json_t *e;
@@ -214,33 +214,33 @@ static int render_body(const struct sy_chat_template *t, const struct sy_chat_me
 			if (!json_is_string(e))
 				rc = SY_EINVAL; /* join of non-strings: not rendered here */
 			if (rc == SY_OK && !first)
-				rc = put(o, LIT(", "));
+				rc = put(o, SY_LIT(", "));
 			first = false;
 			if (rc == SY_OK)
 				rc = put_str(o, e);
 		}
 		if (rc == SY_OK)
-			rc = put(o, LIT("\n\n"));
+			rc = put(o, SY_LIT("\n\n"));
 	}
-	if (rc == SY_OK && (rc = put(o, LIT("Cutting Knowledge Date: December 2023\nToday Date: "))) ==
+	if (rc == SY_OK && (rc = put(o, SY_LIT("Cutting Knowledge Date: December 2023\nToday Date: "))) ==
 				   SY_OK &&
 	    (rc = put_str(o, c->date)) == SY_OK)
-		rc = put(o, LIT("\n\n"));
+		rc = put(o, SY_LIT("\n\n"));
 	if (rc == SY_OK && c->tools && !c->in_user) {
-		if ((rc = put(o, LIT(INSTR_SYSTEM))) == SY_OK && (rc = put(o, LIT(INSTR_FORMAT))) == SY_OK)
+		if ((rc = put(o, SY_LIT(INSTR_SYSTEM))) == SY_OK && (rc = put(o, SY_LIT(INSTR_FORMAT))) == SY_OK)
 			rc = put_tools(o, c->tools);
 	}
 	if (rc == SY_OK && (rc = put_trim(o, sys)) == SY_OK)
-		rc = put(o, LIT("<|eot_id|>"));
+		rc = put(o, SY_LIT("<|eot_id|>"));
 	if (rc == SY_OK && c->in_user && c->tools) {
 		if (i == n)
 			return SY_EINVAL; /* "no first user message" */
 		struct sy_chat_span first = msgs[i++].content;
-		if ((rc = put(o, LIT("<|start_header_id|>user<|end_header_id|>\n\n"))) == SY_OK &&
-		    (rc = put(o, LIT(INSTR_USER))) == SY_OK &&
-		    (rc = put(o, LIT(INSTR_FORMAT))) == SY_OK && (rc = put_tools(o, c->tools)) == SY_OK &&
+		if ((rc = put(o, SY_LIT("<|start_header_id|>user<|end_header_id|>\n\n"))) == SY_OK &&
+		    (rc = put(o, SY_LIT(INSTR_USER))) == SY_OK &&
+		    (rc = put(o, SY_LIT(INSTR_FORMAT))) == SY_OK && (rc = put_tools(o, c->tools)) == SY_OK &&
 		    (rc = put_trim(o, first)) == SY_OK)
-			rc = put(o, LIT("<|eot_id|>"));
+			rc = put(o, SY_LIT("<|eot_id|>"));
 	}
 	for (; rc == SY_OK && i < n; i++) {
 		const struct sy_chat_message *m = &msgs[i];
@@ -248,11 +248,11 @@ static int render_body(const struct sy_chat_template *t, const struct sy_chat_me
 		bool has_calls = m->tool_calls.len && !(m->tool_calls.len == 4 &&
 							 memcmp(m->tool_calls.ptr, "null", 4) == 0);
 		if (!tool_role && !has_calls) {
-			if ((rc = put(o, LIT("<|start_header_id|>"))) == SY_OK &&
+			if ((rc = put(o, SY_LIT("<|start_header_id|>"))) == SY_OK &&
 			    (rc = put(o, m->role.ptr, m->role.len)) == SY_OK &&
-			    (rc = put(o, LIT("<|end_header_id|>\n\n"))) == SY_OK &&
+			    (rc = put(o, SY_LIT("<|end_header_id|>\n\n"))) == SY_OK &&
 			    (rc = put_trim(o, m->content)) == SY_OK)
-				rc = put(o, LIT("<|eot_id|>"));
+				rc = put(o, SY_LIT("<|eot_id|>"));
 		} else if (has_calls) {
 			rc = render_tool_call(c, m, o);
 		} else {
@@ -260,15 +260,15 @@ static int render_body(const struct sy_chat_template *t, const struct sy_chat_me
 							 m->content.len);
 			if (!s)
 				return SY_ENOMEM;
-			if ((rc = put(o, LIT("<|start_header_id|>ipython<|end_header_id|>\n\n"))) ==
+			if ((rc = put(o, SY_LIT("<|start_header_id|>ipython<|end_header_id|>\n\n"))) ==
 				    SY_OK &&
 			    (rc = sy_chat_tojson(s, o)) == SY_OK)
-				rc = put(o, LIT("<|eot_id|>"));
+				rc = put(o, SY_LIT("<|eot_id|>"));
 			json_decref(s);
 		}
 	}
 	if (rc == SY_OK && opts->add_generation_prompt)
-		rc = put(o, LIT("<|start_header_id|>assistant<|end_header_id|>\n\n"));
+		rc = put(o, SY_LIT("<|start_header_id|>assistant<|end_header_id|>\n\n"));
 	return rc;
 }
 

@@ -24,7 +24,7 @@
 #include "common/errors.h"
 #include "common/tokenizer/chat-template.h"
 
-#define LIT(s) (s), (sizeof(s) - 1)
+#include "common/lit.h"
 
 static int put(struct sy_textbuf *o, const char *p, size_t n)
 {
@@ -84,18 +84,18 @@ static const char TOOLS_TAIL[] =
 static int render_tools_system(const struct sy_chat_message *msgs, size_t n, json_t *tools,
 			       struct sy_textbuf *o)
 {
-	int rc = put(o, LIT("<|im_start|>system\n"));
+	int rc = put(o, SY_LIT("<|im_start|>system\n"));
 	if (rc == SY_OK && n && span_eq(msgs[0].role, "system")) {
 		if ((rc = put_span(o, msgs[0].content)) == SY_OK)
-			rc = put(o, LIT("\n\n"));
+			rc = put(o, SY_LIT("\n\n"));
 	}
 	if (rc == SY_OK)
-		rc = put(o, LIT(TOOLS_HEAD));
+		rc = put(o, SY_LIT(TOOLS_HEAD));
 	for (size_t i = 0; rc == SY_OK && i < json_array_size(tools); i++) {
-		if ((rc = put(o, LIT("\n"))) == SY_OK)
+		if ((rc = put(o, SY_LIT("\n"))) == SY_OK)
 			rc = sy_chat_tool_function_json(json_array_get(tools, i), o);
 	}
-	return rc ? rc : put(o, LIT(TOOLS_TAIL));
+	return rc ? rc : put(o, SY_LIT(TOOLS_TAIL));
 }
 
 static int render_tool_calls(const struct sy_chat_message *m, struct sy_chat_span content,
@@ -112,21 +112,21 @@ static int render_tool_calls(const struct sy_chat_message *m, struct sy_chat_spa
 	for (size_t j = 0; rc == SY_OK && j < json_array_size(calls); j++) {
 		json_t *tc = json_array_get(calls, j);
 		if ((j == 0 && content.len) || j > 0)
-			rc = put(o, LIT("\n"));
+			rc = put(o, SY_LIT("\n"));
 		json_t *f = json_object_get(tc, "function");
 		if (f && !json_is_null(f))
 			tc = f;
 		json_t *name = json_object_get(tc, "name");
 		if (rc == SY_OK)
-			rc = put(o, LIT("<tool_call>\n{\"name\": \""));
+			rc = put(o, SY_LIT("<tool_call>\n{\"name\": \""));
 		if (rc == SY_OK && json_is_string(name))
 			rc = put(o, json_string_value(name), json_string_length(name));
 		if (rc == SY_OK)
-			rc = put(o, LIT("\", \"arguments\": "));
+			rc = put(o, SY_LIT("\", \"arguments\": "));
 		if (rc == SY_OK)
 			rc = sy_chat_tool_arguments(json_object_get(tc, "arguments"), o);
 		if (rc == SY_OK)
-			rc = put(o, LIT("}\n</tool_call>"));
+			rc = put(o, SY_LIT("}\n</tool_call>"));
 	}
 	json_decref(calls);
 	return rc;
@@ -153,21 +153,21 @@ static int render_assistant(const struct sy_chat_message *m, bool after_query, b
 			reasoning = sy_chat_strip(head, "\n", true, false);
 		}
 	}
-	int rc = put(o, LIT("<|im_start|>"));
+	int rc = put(o, SY_LIT("<|im_start|>"));
 	if (rc == SY_OK)
 		rc = put_span(o, m->role);
 	if (rc == SY_OK && after_query && (last || reasoning.len)) {
-		if ((rc = put(o, LIT("\n<think>\n"))) == SY_OK &&
+		if ((rc = put(o, SY_LIT("\n<think>\n"))) == SY_OK &&
 		    (rc = put_span(o, sy_chat_strip(reasoning, "\n", true, true))) == SY_OK &&
-		    (rc = put(o, LIT("\n</think>\n\n"))) == SY_OK)
+		    (rc = put(o, SY_LIT("\n</think>\n\n"))) == SY_OK)
 			rc = put_span(o, sy_chat_strip(content, "\n", true, false));
 	} else if (rc == SY_OK) {
-		if ((rc = put(o, LIT("\n"))) == SY_OK)
+		if ((rc = put(o, SY_LIT("\n"))) == SY_OK)
 			rc = put_span(o, content);
 	}
 	if (rc == SY_OK && m->tool_calls.len)
 		rc = render_tool_calls(m, content, o);
-	return rc ? rc : put(o, LIT("<|im_end|>\n"));
+	return rc ? rc : put(o, SY_LIT("<|im_end|>\n"));
 }
 
 static bool thinking_disabled(const struct sy_chat_opts *opts, int *rc)
@@ -196,9 +196,9 @@ static int render(const struct sy_chat_template *t, const struct sy_chat_message
 	if (json_array_size(tools))
 		rc = render_tools_system(msgs, n, tools, o);
 	else if (span_eq(msgs[0].role, "system") &&
-		 (rc = put(o, LIT("<|im_start|>system\n"))) == SY_OK &&
+		 (rc = put(o, SY_LIT("<|im_start|>system\n"))) == SY_OK &&
 		 (rc = put_span(o, msgs[0].content)) == SY_OK)
-		rc = put(o, LIT("<|im_end|>\n"));
+		rc = put(o, SY_LIT("<|im_end|>\n"));
 	json_decref(tools);
 	if (rc)
 		return rc;
@@ -215,29 +215,29 @@ static int render(const struct sy_chat_template *t, const struct sy_chat_message
 	for (size_t i = 0; rc == SY_OK && i < n; i++) {
 		const struct sy_chat_message *m = &msgs[i];
 		if (span_eq(m->role, "user") || (span_eq(m->role, "system") && i != 0)) {
-			if ((rc = put(o, LIT("<|im_start|>"))) == SY_OK &&
-			    (rc = put_span(o, m->role)) == SY_OK && (rc = put(o, LIT("\n"))) == SY_OK &&
+			if ((rc = put(o, SY_LIT("<|im_start|>"))) == SY_OK &&
+			    (rc = put_span(o, m->role)) == SY_OK && (rc = put(o, SY_LIT("\n"))) == SY_OK &&
 			    (rc = put_span(o, m->content)) == SY_OK)
-				rc = put(o, LIT("<|im_end|>\n"));
+				rc = put(o, SY_LIT("<|im_end|>\n"));
 		} else if (span_eq(m->role, "assistant")) {
 			rc = render_assistant(m, i > last_query, i + 1 == n, o);
 		} else if (span_eq(m->role, "tool")) {
 			if (i == 0 || !span_eq(msgs[i - 1].role, "tool"))
-				rc = put(o, LIT("<|im_start|>user"));
-			if (rc == SY_OK && (rc = put(o, LIT("\n<tool_response>\n"))) == SY_OK &&
+				rc = put(o, SY_LIT("<|im_start|>user"));
+			if (rc == SY_OK && (rc = put(o, SY_LIT("\n<tool_response>\n"))) == SY_OK &&
 			    (rc = put_span(o, m->content)) == SY_OK)
-				rc = put(o, LIT("\n</tool_response>"));
+				rc = put(o, SY_LIT("\n</tool_response>"));
 			if (rc == SY_OK && (i + 1 == n || !span_eq(msgs[i + 1].role, "tool")))
-				rc = put(o, LIT("<|im_end|>\n"));
+				rc = put(o, SY_LIT("<|im_end|>\n"));
 		}
 	}
 	if (rc || !opts->add_generation_prompt)
 		return rc;
 	bool no_think = thinking_disabled(opts, &rc);
 	if (rc == SY_OK)
-		rc = put(o, LIT("<|im_start|>assistant\n"));
+		rc = put(o, SY_LIT("<|im_start|>assistant\n"));
 	if (rc == SY_OK && no_think)
-		rc = put(o, LIT("<think>\n\n</think>\n\n"));
+		rc = put(o, SY_LIT("<think>\n\n</think>\n\n"));
 	return rc;
 }
 

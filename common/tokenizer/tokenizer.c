@@ -140,7 +140,7 @@ int sy_textbuf_append(struct sy_textbuf *b, const void *p, size_t len)
 #define IM_START "<|im_start|>"
 #define IM_END "<|im_end|>\n"
 #define GEN_PROMPT IM_START "assistant\n"
-#define LIT(s) (s), (sizeof(s) - 1)
+#include "common/lit.h"
 
 int sy_chatml_walk(const struct sy_chat_message *msgs, size_t n,
 		   bool add_generation_prompt, sy_chatml_emit_fn emit, void *ctx)
@@ -148,15 +148,15 @@ int sy_chatml_walk(const struct sy_chat_message *msgs, size_t n,
 	int rc;
 	for (size_t i = 0; i < n; i++) {
 		const struct sy_chat_message *m = &msgs[i];
-		if ((rc = emit(ctx, LIT(IM_START))) ||
+		if ((rc = emit(ctx, SY_LIT(IM_START))) ||
 		    (rc = emit(ctx, m->role.ptr, m->role.len)) ||
-		    (rc = emit(ctx, LIT("\n"))) ||
+		    (rc = emit(ctx, SY_LIT("\n"))) ||
 		    (m->content.len && (rc = emit(ctx, m->content.ptr, m->content.len))) ||
-		    (rc = emit(ctx, LIT(IM_END))))
+		    (rc = emit(ctx, SY_LIT(IM_END))))
 			return rc;
 	}
 	if (add_generation_prompt)
-		return emit(ctx, LIT(GEN_PROMPT));
+		return emit(ctx, SY_LIT(GEN_PROMPT));
 	return SY_OK;
 }
 

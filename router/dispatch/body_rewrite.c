@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "router/core/buf.h"
 
-#define LIT(s) (s), (sizeof(s) - 1)
+#include "common/lit.h"
 
 #define U64_DIGITS 20
 #define PD_KEYS_BYTES 64 /* "bootstrap_host":[] ... keys, brackets, commas */
@@ -150,39 +150,39 @@ static void pd_field(struct out *o, const char *name, size_t len, unsigned batch
 	sep(o);
 	*o->p++ = '"';
 	put(o, name, len);
-	put(o, LIT("\":"));
+	put(o, SY_LIT("\":"));
 	if (batch > 1)
 		*o->p++ = '[';
 }
 
 static void put_pd(struct out *o, const struct body_rewrite *rw, unsigned batch)
 {
-	pd_field(o, LIT("bootstrap_host"), batch);
+	pd_field(o, SY_LIT("bootstrap_host"), batch);
 	*o->p++ = '"';
 	char *host = o->p; /* escaped once, then copied for each further entry */
 	size_t hlen = sy_json_escape(host, rw->pd_host_len * 6 + 1, rw->pd_host, rw->pd_host_len);
 	o->p += hlen;
 	*o->p++ = '"';
 	for (unsigned k = 1; k < batch; k++) {
-		put(o, LIT(",\""));
+		put(o, SY_LIT(",\""));
 		memcpy(o->p, host, hlen);
 		o->p += hlen;
 		*o->p++ = '"';
 	}
 	if (batch > 1)
 		*o->p++ = ']';
-	pd_field(o, LIT("bootstrap_port"), batch);
+	pd_field(o, SY_LIT("bootstrap_port"), batch);
 	for (unsigned k = 0; k < batch; k++) {
 		if (k > 0)
 			*o->p++ = ',';
 		if (rw->pd_port != 0)
 			put_u64(o, rw->pd_port);
 		else
-			put(o, LIT("null"));
+			put(o, SY_LIT("null"));
 	}
 	if (batch > 1)
 		*o->p++ = ']';
-	pd_field(o, LIT("bootstrap_room"), batch);
+	pd_field(o, SY_LIT("bootstrap_room"), batch);
 	for (unsigned k = 0; k < batch; k++) {
 		if (k > 0)
 			*o->p++ = ',';
@@ -218,12 +218,12 @@ size_t body_rewrite_build(const struct body_rewrite *rw, const char *body,
 		put_override(&o, ov);
 	if (ov != NULL && gen && !req->body.has_sampling_params) {
 		sep(&o);
-		put(&o, LIT("\"sampling_params\":"));
+		put(&o, SY_LIT("\"sampling_params\":"));
 		put_sampling_object(&o, body, req, ov);
 	}
 	if (rw->input_ids != NULL) {
 		sep(&o);
-		put(&o, LIT("\"input_ids\":["));
+		put(&o, SY_LIT("\"input_ids\":["));
 		for (size_t i = 0; i < rw->n_input_ids; i++) {
 			if (i > 0)
 				*o.p++ = ',';
