@@ -788,6 +788,13 @@ const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct
 	return lookup(m, s, r, req, allow_block ? LOOKUP_WAIT : LOOKUP_NO_ASK);
 }
 
+const struct prefix_memo_entry *prefix_memo_ask(struct prefix_memo *m, struct cache_source *s,
+						struct statebus_region *r,
+						const struct pick_request *req)
+{
+	return lookup(m, s, r, req, LOOKUP_SEND);
+}
+
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
 			    const char *id)
 {

@@ -301,6 +301,12 @@ const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct
 						   struct statebus_region *r,
 						   const struct pick_request *req, bool allow_block);
 
+/* As prefix_memo_lookup, but an indexer not asked yet is sent the query and
+ * not waited for (PREFIX_FILL_SEND): its entry is returned pending. */
+const struct prefix_memo_entry *prefix_memo_ask(struct prefix_memo *m, struct cache_source *s,
+						struct statebus_region *r,
+						const struct pick_request *req);
+
 /* Test and replay hook: stores an indexer reply (decoded, its strings
  * borrowed only during the call) as source `key`'s entry, exactly as a
  * lookup would. Errors: SY_ENOMEM, SY_ENOSPC. */
