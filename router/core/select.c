@@ -2,9 +2,10 @@
  * steps 2–5 (select.h; SGLang reorg handler over BucketResolver and
  * Bucket::pick_engines).
  *
- * Invariants: nothing is dispatched here; a selection is complete (plain
- * worker, or prefill and decode of the same bucket) or it is an error; a
- * fleet snapshot that turned out stale during a pick (a candidate removed or
+ * Invariants: the buckets are resolved once per selection and the prefix
+ * memo is filled from that resolution; nothing is dispatched here; a
+ * selection is complete (plain worker, or prefill and decode of the same
+ * bucket) or it is an error; a fleet snapshot that turned out stale during a pick (a candidate removed or
  * its slot reused) triggers one forced refresh and one full re-selection,
  * so a race with the statebus is never reported as a policy fault.
  */

@@ -13,6 +13,9 @@ docs/query.md) answers every prefix query after 500 ms with a confirmed miss.
             chat requests sent together both end in about 500 ms (they wait
             side by side, not one after the other); /metrics counts the
             indexer lookups as found.
+  cancel    three clients close their connection while their lookup waits;
+            the answers that come later find no request, and the process
+            serves on.
   timeout   a second router with kv_indexer_timeout_ms 100: the chat request
             is served after ~100 ms (< 400 ms) by the load fallback, and
             /metrics shows the lookup as unavailable, reason timeout — the
@@ -208,6 +211,24 @@ try:
     check(lookups(S, "unavailable", "timeout") == 0, "no timeout with a 2 s limit")
     log("slow: two chat requests together in %.0f ms; indexer lookups found %d"
         % (pair * 1000, found))
+
+    # ---- cancel: a client gone while its lookup waits -----------------------
+    import json
+    import socket
+    body = json.dumps({"model": "m1", "max_tokens": 2,
+                       "messages": [{"role": "user", "content": PROMPT}]}).encode()
+    for _ in range(3):
+        c = socket.create_connection(("127.0.0.1", S), timeout=5)
+        c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                  b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                  % (len(body), body))
+        time.sleep(0.1)
+        c.close()
+    time.sleep(DELAY + 0.1)  # the answers come for requests that are gone
+    check(request(S, "GET", "/health", timeout=5)[0] == 200, "router unhealthy after cancels")
+    _, took, _ = timed(lambda: chat(S, "after cancels"))
+    check(took >= DELAY - 0.05 and took < 3 * DELAY, "a request after cancels took %.3f s" % took)
+    log("cancel: 3 clients gone while waiting; the process serves on (%.0f ms)" % (took * 1000))
 
     # ---- timeout: an answer after the limit is the unavailable miss ---------
     Q = start_router("fast", 100, endpoint)
