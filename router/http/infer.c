@@ -97,6 +97,8 @@ struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h
 		else
 			prefix_memo_init(&ir->memo, NULL);
 		ir->memo.digests = g->digests;
+		ir->memo.on_ready = NULL;
+		ir->memo.ready_arg = NULL;
 		ir->pr.memo = &ir->memo;
 	} else {
 		ir->pr.memo = NULL;
