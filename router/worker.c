@@ -29,6 +29,7 @@
 #include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
 #include "router/http/metrics.h"
+#include "router/http/prefix_wait.h"
 #include "router/http/routes.h"
 #include "router/core/cmdline.h"
 #include "router/core/generation.h"
@@ -151,6 +152,7 @@ static void reload(void)
 		return;
 	}
 	struct router_gen *old = rt_w.gen;
+	rt_prefix_wait_open(g);
 	rt_w.gen = g;
 	rt_w.cfg = &g->cfg;
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
@@ -246,6 +248,8 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 			sy_warn("access log %s: %s", rt_w.cfg->router.access_log, strerror(errno));
 	}
 	setup_h2o();
+	rt_prefix_wait_bind(rt_w.loop);
+	rt_prefix_wait_open(gen);
 	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
 					     (size_t)rt_w.cfg->router.max_connections_per_worker);
 	rt_w.breakers = rt_breakers_create(statebus_workers_capacity(rt_w.region));

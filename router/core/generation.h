@@ -80,7 +80,7 @@ struct router_gen {
 	/* Selection scratch (sized to the region's worker capacity on use). */
 	struct engine_candidate *scratch[2];
 	size_t scratch_cap;
-	struct bucket **order;         /* resolver output, n_buckets */
+	struct bucket **order;         /* router_select's resolution, n_buckets */
 	/* cache_aware: prefix sources (the local one first, then one per
 	 * distinct indexer endpoint; policies borrow them), the per-process
 	 * digest memo of prompt hashing, and the request memo router_select()

@@ -167,7 +167,7 @@ struct body_members {
 	bool has_input_ids;      /* a top-level "input_ids" member is present */
 };
 
-struct prefix_memo; /* issue 6 (router/policies/cache/cache_source.h): per-request
+struct prefix_memo; /* router/policies/cache/cache_source.h: per-request
 		       block-hash chain and prefix-lookup results */
 
 /* Everything selection reads about one request. Filled by router_prepare();
@@ -195,8 +195,10 @@ struct pick_request {
 	bool has_tps_slo;
 	double tps_slo;                /* x-sgl-tps-slo, tokens per second */
 	struct body_members body;      /* members the data plane rewrites */
-	struct prefix_memo *memo;      /* issue 6: filled between prepare and
-					  select (DESIGN §4 step 3); NULL now */
+	struct prefix_memo *memo;      /* the request's prefix memo (borrowed),
+					  filled by router_select_begin (DESIGN
+					  §4 step 3); NULL: none (router_select
+					  then uses the generation's) */
 	bool forward_ids;              /* chat: send token_ids to the engine as
 					  "input_ids" (file comment) */
 };

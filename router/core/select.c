@@ -2,9 +2,10 @@
  * steps 2–5 (select.h; SGLang reorg handler over BucketResolver and
  * Bucket::pick_engines).
  *
- * Invariants: nothing is dispatched here; a selection is complete (plain
- * worker, or prefill and decode of the same bucket) or it is an error; a
- * fleet snapshot that turned out stale during a pick (a candidate removed or
+ * Invariants: the buckets are resolved once per selection and the prefix
+ * memo is filled from that resolution; nothing is dispatched here; a
+ * selection is complete (plain worker, or prefill and decode of the same
+ * bucket) or it is an error; a fleet snapshot that turned out stale during a pick (a candidate removed or
  * its slot reused) triggers one forced refresh and one full re-selection,
  * so a race with the statebus is never reported as a policy fault.
  */
@@ -51,14 +52,15 @@ static int model_len(const struct pick_request *req)
 /* One pass over the resolved buckets. Returns PICK_OK with `out` filled, or
  * the outcome that ends the request; *last_stage is the stage of the last
  * failure. */
-static enum pick_outcome attempt(struct router_gen *g, struct pick_env *env, size_t n_order,
-				 struct selection *out, enum engine_stage *last_stage)
+static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *env,
+				 size_t n_order, struct selection *out,
+				 enum engine_stage *last_stage)
 {
 	enum pick_outcome o = PICK_NO_CANDIDATES;
 	struct bucket_pick bp;
 
 	for (size_t i = 0; i < n_order; i++) {
-		struct bucket *b = g->order[i];
+		struct bucket *b = order[i];
 		o = bucket_pick_engines(b, env, &bp);
 		out->buckets_tried = (uint32_t)(i + 1);
 		if (o == PICK_OK) {
@@ -82,15 +84,14 @@ static enum pick_outcome attempt(struct router_gen *g, struct pick_env *env, siz
 	return o;
 }
 
-int router_select(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
-		  uint64_t now_ns, struct selection *out, struct router_error *err)
+int router_select_begin(struct router_gen *g, struct statebus_region *r,
+			const struct pick_request *req, uint64_t now_ns, struct bucket **order,
+			size_t *n_order, enum prefix_fill_mode mode, struct router_error *err)
 {
-	struct pick_rejections rej = {.err = err, .count = 0};
 	const char *why = NULL;
-	size_t n_order = 0;
 
 	router_error_clear(err);
-	memset(out, 0, sizeof(*out));
+	*n_order = 0;
 	if (ensure_scratch(g, r) != SY_OK) {
 		router_error_set(err, 500, "internal_error", -1, "out of memory");
 		return SY_ENOMEM;
@@ -104,21 +105,6 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 		return SY_ENOENT;
 	}
 
-	/* DESIGN §4 step 3: the prefix memo, filled once before any pick. */
-	struct pick_request with_memo;
-	if (g->has_cache_policy) {
-		if (req->memo == NULL) {
-			prefix_memo_reset(&g->memo);
-			with_memo = *req;
-			with_memo.memo = &g->memo;
-			req = &with_memo;
-		}
-		if (prefix_memo_fill(req->memo, g, r, req, now_ns) != SY_OK) {
-			router_error_set(err, 500, "internal_error", -1, "out of memory");
-			return SY_ENOMEM;
-		}
-	}
-
 	struct bucket_signal sig = {
 		.input_tokens = req->input_tokens,
 		.has_peak = req->has_peak,
@@ -129,7 +115,7 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 		.tps = req->tps_slo,
 	};
 	enum pick_outcome o =
-		bucket_resolver_resolve(&g->resolver, &sig, g->order, g->n_buckets, &n_order, &why);
+		bucket_resolver_resolve(&g->resolver, &sig, order, g->n_buckets, n_order, &why);
 	if (o == PICK_INVALID_SIGNAL) {
 		router_error_set(err, 400, "bad_request", -1, "%s", why);
 		return SY_EINVAL;
@@ -152,6 +138,31 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 		return SY_EMALFORMED;
 	}
 
+	/* DESIGN §4 step 3: the prefix memo, filled from this resolution. */
+	if (g->has_cache_policy && req->memo != NULL &&
+	    prefix_memo_fill(req->memo, order, *n_order, &g->fleet, r, req, mode) != SY_OK) {
+		router_error_set(err, 500, "internal_error", -1, "out of memory");
+		return SY_ENOMEM;
+	}
+	return SY_OK;
+}
+
+/* The picks of router_select / router_select_finish (snapshot current). */
+static int picks(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
+		 struct bucket *const *order, size_t n_order, uint64_t now_ns,
+		 struct selection *out, struct router_error *err)
+{
+	struct pick_rejections rej = {.err = err, .count = 0};
+	enum pick_outcome o;
+
+	router_error_clear(err);
+	memset(out, 0, sizeof(*out));
+	uint32_t model = fleet_model_index(&g->fleet, req->model.ptr, req->model.len);
+	if (model == FLEET_NO_MODEL) {
+		router_error_set(err, 404, "model_not_found", -1, "model \"%.*s\" is not served",
+				 model_len(req), req->model.ptr);
+		return SY_ENOENT;
+	}
 	struct pick_env env = {
 		.req = req,
 		.region = r,
@@ -163,7 +174,7 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 		.rej = &rej,
 	};
 	enum engine_stage last_stage = STAGE_PLAIN;
-	o = attempt(g, &env, n_order, out, &last_stage);
+	o = attempt(order, &env, n_order, out, &last_stage);
 	if (o != PICK_OK && env.stale) {
 		/* The table moved under the snapshot: refresh and try once more. */
 		err->n_details = err->n_details_total = 0;
@@ -177,7 +188,7 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 					 req->model.ptr);
 			return SY_ENOENT;
 		}
-		o = attempt(g, &env, n_order, out, &last_stage);
+		o = attempt(order, &env, n_order, out, &last_stage);
 	}
 	if (o == PICK_OK) {
 		router_error_clear(err);
@@ -227,4 +238,38 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 		break;
 	}
 	return SY_EBUSY;
+}
+
+int router_select_finish(struct router_gen *g, struct statebus_region *r,
+			 const struct pick_request *req, struct bucket *const *order,
+			 size_t n_order, uint64_t now_ns, struct selection *out,
+			 struct router_error *err)
+{
+	if (ensure_scratch(g, r) != SY_OK) {
+		router_error_clear(err);
+		memset(out, 0, sizeof(*out));
+		router_error_set(err, 500, "internal_error", -1, "out of memory");
+		return SY_ENOMEM;
+	}
+	fleet_refresh(&g->fleet, r, now_ns, false);
+	return picks(g, r, req, order, n_order, now_ns, out, err);
+}
+
+int router_select(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
+		  uint64_t now_ns, struct selection *out, struct router_error *err)
+{
+	struct pick_request with_memo;
+	size_t n_order = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (g->has_cache_policy && req->memo == NULL) {
+		prefix_memo_reset(&g->memo);
+		with_memo = *req;
+		with_memo.memo = &g->memo;
+		req = &with_memo;
+	}
+	int rc = router_select_begin(g, r, req, now_ns, g->order, &n_order, PREFIX_FILL_WAIT, err);
+	if (rc != SY_OK)
+		return rc;
+	return picks(g, r, req, g->order, n_order, now_ns, out, err);
 }

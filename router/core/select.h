@@ -16,6 +16,18 @@
  *            last failure: 503 no_healthy_workers (plain) /
  *            no_prefill_workers_available / no_decode_workers_available.
  *
+ * Two steps. router_select_begin refreshes the fleet snapshot, checks the
+ * model, resolves the buckets once (into the caller's array) and fills the
+ * prefix memo from that resolution (DESIGN.md §4 step 3): local sources at
+ * once, indexer queries sent and left pending (PREFIX_FILL_SEND) or waited
+ * for (PREFIX_FILL_WAIT). router_select_finish runs the picks over the same
+ * resolution, synchronously, once the memo has no pending entry (a pick
+ * reads a pending entry as unavailable). router_select is both with the
+ * generation's arrays and, for a request that brings no memo, the
+ * generation's shared memo (reset per selection), waiting on indexers: for
+ * tests, benchmarks and tools; the data plane (router/http/infer.c) uses the
+ * two steps with a per-request memo and never waits.
+ *
  * Cost: one fleet refresh check, the resolver over the generation's buckets,
  * per attempted group one filter pass over the fleet snapshot, the policy
  * (power_of_n reads the load of its N samples only) and one admission
@@ -29,6 +41,7 @@
 
 #include "router/core/generation.h"
 #include "router/core/prepare.h"
+#include "router/policies/cache/cache_source.h"
 #include "router/core/error.h"
 #include "statebus.h"
 
@@ -65,5 +78,24 @@ struct selection {
  * empty → 503 no_healthy_workers. Never blocks. */
 int router_select(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
 		  uint64_t now_ns, struct selection *out, struct router_error *err);
+
+/* Step one for `req` under `g` on `r` at `now_ns`: the 404 and 400 checks of
+ * router_select, the resolution into `order` (caller's, room for
+ * g->n_buckets; borrows g's buckets) with *n_order set, and, when `g` has a
+ * cache_aware group and req->memo is not NULL, prefix_memo_fill(req->memo,
+ * .., mode). Returns 0 (then the memo may have pending entries:
+ * req->memo->n_pending), or a negative sy_err with *err filled (SY_ENOENT,
+ * SY_EINVAL, SY_EMALFORMED, SY_ENOMEM). Blocks only with PREFIX_FILL_WAIT. */
+int router_select_begin(struct router_gen *g, struct statebus_region *r,
+			const struct pick_request *req, uint64_t now_ns, struct bucket **order,
+			size_t *n_order, enum prefix_fill_mode mode, struct router_error *err);
+
+/* Step two: the picks over `order[0..n_order)` (router_select_begin's) at
+ * `now_ns`, after a fleet refresh check; results and errors as
+ * router_select. Never blocks. */
+int router_select_finish(struct router_gen *g, struct statebus_region *r,
+			 const struct pick_request *req, struct bucket *const *order,
+			 size_t n_order, uint64_t now_ns, struct selection *out,
+			 struct router_error *err);
 
 #endif

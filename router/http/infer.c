@@ -1,7 +1,8 @@
 /* infer.c — the inference routes, top to bottom (infer.h): body limit,
- * preparation, the sampling conflict check, selection, the one body
- * rewrite (router/dispatch/body_rewrite.h: sampling override, input ids,
- * PD bootstrap fields), dispatch. Nothing is
+ * preparation, the sampling conflict check, selection (begin; wait for
+ * indexer replies without blocking the loop; picks), the one body rewrite
+ * (router/dispatch/body_rewrite.h: sampling override, input ids, PD
+ * bootstrap fields), dispatch. Nothing is
  * dispatched before a complete selection; a forwarding failure never
  * restarts selection (only the opt-in retry in forward.c selects again). */
 #include "router/http/infer.h"
@@ -42,9 +43,34 @@ static bool header_fn(void *ctx, const char *name, size_t len, struct router_spa
 static struct prepare_buf prep_cache[PREP_CACHE_N];
 static unsigned prep_cached;
 
+/* Prefix memos of finished requests, likewise (reset: nothing pending). */
+static struct prefix_memo memo_cache[PREP_CACHE_N];
+static unsigned memo_cached;
+
+/* The request no longer waits: timer stopped, waiters cancelled, the
+ * generation reference and the in-flight count dropped. */
+static void wait_end(struct infer_request *ir)
+{
+	if (ir->gen == NULL)
+		return;
+	rt_prefix_wait_stop(&ir->wait);
+	prefix_memo_cancel(&ir->memo);
+	router_gen_unref(ir->gen);
+	ir->gen = NULL;
+	rt_w.active_requests--;
+}
+
 static void infer_request_dispose(void *p)
 {
 	struct infer_request *ir = p;
+	wait_end(ir);
+	if (ir->pr.memo != NULL) {
+		prefix_memo_reset(&ir->memo);
+		if (memo_cached < PREP_CACHE_N)
+			memo_cache[memo_cached++] = ir->memo;
+		else
+			prefix_memo_free(&ir->memo);
+	}
 	if (prep_cached < PREP_CACHE_N && prepare_buf_bytes(&ir->buf) <= PREP_CACHE_MAX_BYTES)
 		prep_cache[prep_cached++] = ir->buf;
 	else
@@ -64,8 +90,21 @@ struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h
 	ir->route = route;
 	ir->t_start_ns = t_start_ns;
 	router_error_clear(err);
+	ir->req = req;
 	int rc = router_prepare(&g->prepare, route, req->entity.base, req->entity.len, header_fn,
 				req, &ir->buf, &ir->pr, err);
+	if (g->has_cache_policy) {
+		if (memo_cached > 0)
+			ir->memo = memo_cache[--memo_cached];
+		else
+			prefix_memo_init(&ir->memo, NULL);
+		ir->memo.digests = g->digests;
+		ir->memo.on_ready = NULL;
+		ir->memo.ready_arg = NULL;
+		ir->pr.memo = &ir->memo;
+	} else {
+		ir->pr.memo = NULL;
+	}
 	ir->t_prepared_ns = sy_mono_ns();
 	return rc == 0 ? ir : NULL;
 }
@@ -80,15 +119,37 @@ static bool excluded(const struct worker_exclude *ex, uint32_t slot)
 	return false;
 }
 
+/* Step one of selection (router_select_begin): indexer queries sent, not
+ * awaited. */
+static int infer_begin(struct router_gen *g, struct infer_request *ir, uint64_t now_ns,
+		       struct router_error *err)
+{
+	if (ir->order == NULL)
+		ir->order = h2o_mem_alloc_pool(&ir->req->pool,
+					       (g->n_buckets ? g->n_buckets : 1) * sizeof(*ir->order));
+	int rc = router_select_begin(g, rt_w.region, &ir->pr, now_ns, ir->order, &ir->n_order,
+				     PREFIX_FILL_SEND, err);
+	if (rc == 0)
+		ir->resolved = true;
+	return rc;
+}
+
 int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 		    const struct worker_exclude *ex, uint64_t now_ns, struct selection *out,
 		    struct router_error *err)
 {
 	if (now_ns == 0)
 		now_ns = sy_mono_ns();
+	if (!ir->resolved) {
+		int rc = infer_begin(g, ir, now_ns, err);
+		if (rc != 0)
+			return rc;
+		(void)prefix_memo_expire(&ir->memo, UINT64_MAX); /* never waits here */
+	}
 	for (int attempt = 0; attempt < (ex && ex->n ? 4 : 1); attempt++) {
 		router_error_clear(err);
-		int rc = router_select(g, rt_w.region, &ir->pr, now_ns, out, err);
+		int rc = router_select_finish(g, rt_w.region, &ir->pr, ir->order, ir->n_order, now_ns,
+					      out, err);
 		struct router_cache_totals cd;
 		if (router_gen_cache_delta(g, &cd))
 			rt_metrics_cache(rt_w.metrics, rt_w.index, &cd);
@@ -136,6 +197,40 @@ static int rewrite_body(h2o_req_t *req, const struct sampling_override *ov,
 
 /* ---- the route ------------------------------------------------------------- */
 
+/* Picks at `now_ns` and dispatch, after step one returned `rc` (err filled
+ * when not 0). */
+static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, uint64_t now_ns,
+			struct router_error *err)
+{
+	h2o_req_t *req = ir->req;
+	uint64_t t2 = ir->t_select_ns;
+	struct selection sel;
+	if (rc != 0 || rt_infer_select(g, ir, NULL, now_ns, &sel, err) != 0) {
+		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
+		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err->code);
+		return rt_send_error(req, ir->route, err);
+	}
+	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
+	h2o_iovec_t body = ir->body;
+	if (rewrite_body(req, g->sampling_override, &ir->pr, &sel, &body) != 0)
+		return rt_send_errorf(req, ir->route, 500, "internal_error",
+				      "cannot add the PD bootstrap fields to the request");
+	return rt_forward_start(req, g, ir, &sel, body, t3);
+}
+
+/* The last indexer reply came, or the deadline passed. */
+static void resume(struct rt_prefix_wait *w)
+{
+	struct infer_request *ir = H2O_STRUCT_FROM_MEMBER(struct infer_request, wait, w);
+	struct router_gen *g = ir->gen; /* kept until dispatch holds its own */
+	struct router_error err;
+	ir->gen = NULL;
+	rt_w.active_requests--;
+	(void)infer_finish(ir, g, 0, sy_mono_ns(), &err);
+	router_gen_unref(g);
+}
+
 int rt_route_infer(h2o_req_t *req, enum route route)
 {
 	uint64_t t0 = sy_mono_ns();
@@ -162,17 +257,16 @@ int rt_route_infer(h2o_req_t *req, enum route route)
 				      "%s: differs from the router's sampling override", param);
 	}
 
-	struct selection sel;
 	uint64_t t2 = ir->pr.body.n_override > 0 ? sy_mono_ns() : t1; /* values compared */
-	if (rt_infer_select(g, ir, NULL, t2, &sel, &err) != 0) {
-		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
-		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err.code);
-		return rt_send_error(req, route, &err);
+	ir->body = body;
+	ir->t_select_ns = t2;
+	int rc = infer_begin(g, ir, t2, &err);
+	if (rc == 0 && ir->memo.n_pending > 0 && ir->pr.memo != NULL) {
+		/* Indexer replies pending: wait on the loop, not in it. */
+		ir->gen = router_gen_ref(g);
+		rt_w.active_requests++;
+		rt_prefix_wait_start(&ir->wait, &ir->memo, resume);
+		return 0;
 	}
-	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
-	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
-	if (rewrite_body(req, ov, &ir->pr, &sel, &body) != 0)
-		return rt_send_errorf(req, route, 500, "internal_error",
-				      "cannot add the PD bootstrap fields to the request");
-	return rt_forward_start(req, g, ir, &sel, body, t3);
+	return infer_finish(ir, g, rc, t2, &err);
 }

@@ -3,15 +3,24 @@
  *   rt_route_infer (routes.h)
  *     body limit → rt_infer_prepare: router_prepare (router/core/prepare.h)
  *     → sampling override, input ids (the body rewrite)
- *     → rt_infer_select: router_select (router/core/select.h) → struct selection
+ *     → router_select_begin (router/core/select.h): buckets resolved once,
+ *       prefix memo filled, indexer queries sent
+ *     → [indexer replies pending: the request waits (http/prefix_wait.h),
+ *        the event loop serves others; resumed on the last reply or the
+ *        deadline]
+ *     → rt_infer_select: router_select_finish → struct selection
  *     → rt_forward_start (router/dispatch/forward.h) with that selection.
  *
  * A `struct infer_request` lives in the h2o request's pool with a dispose
- * callback; it owns the preparation scratch (handed back to a per-process
- * cache when the request ends) and the pick_request, which borrows from it,
- * from the request body and from h2o's header storage — all of which live
- * as long as the request. The opt-in retry (forward.c) selects again from
- * the same prepared request.
+ * callback; it owns the preparation scratch and the prefix memo (both
+ * handed back to per-process caches when the request ends) and the
+ * pick_request, which borrows from them, from the request body and from
+ * h2o's header storage — all of which live as long as the request. A
+ * request that ends while waiting (client gone) leaves no waiter behind:
+ * the dispose callback stops its timer and cancels its memo. While it
+ * waits it holds a reference to its generation and counts in
+ * rt_w.active_requests. The opt-in retry (forward.c) selects again from the
+ * same prepared request and resolution.
  */
 #ifndef SY_ROUTER_HTTP_INFER_H
 #define SY_ROUTER_HTTP_INFER_H
@@ -25,14 +34,26 @@
 #include "router/core/prepare.h"
 #include "router/core/route.h"
 #include "router/core/select.h"
+#include "router/http/prefix_wait.h"
 
 /* One prepared inference request (request pool). */
 struct infer_request {
 	enum route route;              /* an inference route */
 	struct prepare_buf buf;        /* preparation scratch (owned) */
-	struct pick_request pr;        /* what selection reads */
+	struct pick_request pr;        /* what selection reads; pr.memo = &memo
+					  when the generation has cache_aware */
 	uint64_t t_start_ns;           /* receipt (CLOCK_MONOTONIC) */
 	uint64_t t_prepared_ns;        /* preparation ended */
+	struct prefix_memo memo;       /* this request's prefix memo (owned) */
+	struct bucket **order;         /* resolved buckets (pool), n_order */
+	size_t n_order;
+	bool resolved;                 /* router_select_begin succeeded */
+	/* waiting for indexer replies */
+	struct rt_prefix_wait wait;
+	h2o_req_t *req;                /* the request, to resume it */
+	struct router_gen *gen;        /* a reference while waiting, else NULL */
+	h2o_iovec_t body;              /* the body to forward */
+	uint64_t t_select_ns;          /* selection began */
 };
 
 /* Workers a retry must avoid: workers-table slots, at most 4. */
@@ -51,9 +72,12 @@ struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h
 /* Selects the engine(s) for `ir` under `g` at `now_ns` (0: read the clock),
  * never returning a worker in `ex` (may be NULL): a selection that lands on
  * an excluded worker is asked again a few times (round-robin moves on,
- * random draws anew), then 503 no_healthy_workers. Exports the cache
- * counters' movement to the metrics. Returns 0 with *out filled (strings
- * borrowed from `g`), or a negative sy_err with `err`. */
+ * random draws anew), then 503 no_healthy_workers. Runs the picks over the
+ * request's resolution (router_select_finish); a request not resolved yet
+ * is resolved first, and indexer entries still pending then read as
+ * unavailable (timeout) — it never waits. Exports the cache counters'
+ * movement to the metrics. Returns 0 with *out filled (strings borrowed
+ * from `g`), or a negative sy_err with `err`. */
 int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 		    const struct worker_exclude *ex, uint64_t now_ns, struct selection *out,
 		    struct router_error *err);

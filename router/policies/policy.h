@@ -2,8 +2,8 @@
  * policies_reorg/mod.rs `Policy`): an engine group hands its policy a
  * per-pick snapshot of the candidates; the policy returns one of them or an
  * outcome. policy_pick() is synchronous and never blocks: anything slow (the
- * prefix lookup of cache_aware, issue 6) is hoisted before selection into
- * pick_request.memo.
+ * prefix lookup of cache_aware) is hoisted before the picks into
+ * pick_request.memo (router_select_begin, router/core/select.h).
  *
  * Candidates: live workers of the group (model, health, role, membership
  * filtered), sorted by worker ID, as `struct engine_candidate` in one array.

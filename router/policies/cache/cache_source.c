@@ -5,7 +5,9 @@
  * that request (one lookup per source per request, shared by every bucket
  * attempt); depths are max over DP ranks and ≤ query_blocks; an indexer
  * socket is used only by the process that opened it; a pick never waits
- * on a socket (only prefix_memo_fill may).
+ * on a socket (only PREFIX_FILL_WAIT does); an entry is pending exactly
+ * while its source's wait table holds (id, memo) for it, and
+ * m->n_pending counts those entries; n_waits ≤ inflight ≤ max_inflight.
  */
 #include "router/policies/cache/cache_source.h"
 
@@ -17,8 +19,8 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "router/core/buckets.h"
 #include "router/core/fleet_view.h"
-#include "router/core/generation.h"
 #include "router/policies/cache/cache_aware.h"
 
 #define LOCAL_MATCH_CAP 65536u /* (worker, rank) owners read per lookup */
@@ -79,12 +81,28 @@ int cache_source_init_indexer(struct cache_source *s, uint32_t key, const char *
 	return SY_OK;
 }
 
+static const struct cache_source_loop *proc_loop; /* this process's binding */
+
+void cache_source_set_loop(const struct cache_source_loop *loop)
+{
+	proc_loop = loop;
+}
+
+static void wait_fail_all(struct cache_source *s, enum prefix_unavailable why);
+
 static void sock_close(struct cache_source *s)
 {
-	if (s->sock != NULL && s->pid == (int)getpid())
-		zmq_close(s->sock);
+	if (s->pid == (int)getpid()) {
+		wait_fail_all(s, PREFIX_WHY_UNREACHABLE);
+		if (s->watch != NULL && proc_loop != NULL)
+			proc_loop->unwatch(proc_loop->ctx, s);
+		if (s->sock != NULL)
+			zmq_close(s->sock);
+	}
+	s->watch = NULL;
 	s->sock = NULL;
 	s->inflight = 0;
+	s->n_waits = 0;
 }
 
 void cache_source_close(struct cache_source *s)
@@ -97,17 +115,21 @@ void cache_source_close(struct cache_source *s)
 	free(s->out.buf);
 	free(s->in);
 	free(s->matches);
+	free(s->waits);
 	memset(s, 0, sizeof(*s));
 }
 
 /* Opens the DEALER in this process (after fork the parent's are dropped,
- * not closed: they belong to the parent). */
+ * not closed: they belong to the parent) and hands its ZMQ_FD to the
+ * process's event-loop binding. */
 static int sock_open(struct cache_source *s)
 {
 	if (s->pid != (int)getpid()) {
 		s->zctx = NULL;
 		s->sock = NULL;
+		s->watch = NULL;
 		s->inflight = 0;
+		s->n_waits = 0;
 		s->pid = (int)getpid();
 	}
 	if (s->sock != NULL)
@@ -116,6 +138,8 @@ static int sock_open(struct cache_source *s)
 		return SY_ENOMEM;
 	if (s->matches == NULL &&
 	    (s->matches = malloc(STATEBUS_QUERY_MAX_MATCHES * sizeof(*s->matches))) == NULL)
+		return SY_ENOMEM;
+	if (s->waits == NULL && (s->waits = calloc(s->max_inflight, sizeof(*s->waits))) == NULL)
 		return SY_ENOMEM;
 	if (s->zctx == NULL && (s->zctx = zmq_ctx_new()) == NULL)
 		return SY_EIO;
@@ -133,7 +157,18 @@ static int sock_open(struct cache_source *s)
 	}
 	s->sock = z;
 	s->inflight = 0;
+	s->n_waits = 0;
+	int fd = -1;
+	size_t fl = sizeof(fd);
+	if (proc_loop != NULL && zmq_getsockopt(z, ZMQ_FD, &fd, &fl) == 0 &&
+	    proc_loop->watch(proc_loop->ctx, s, fd) != 0)
+		s->watch = NULL;
 	return SY_OK;
+}
+
+int cache_source_open(struct cache_source *s)
+{
+	return s->kind == CACHE_SOURCE_INDEXER ? sock_open(s) : SY_OK;
 }
 
 /* Receives one message (its last frame) without waiting. Returns the frame
@@ -163,6 +198,7 @@ void prefix_memo_init(struct prefix_memo *m, struct digest_memo *digests)
 
 void prefix_memo_reset(struct prefix_memo *m)
 {
+	prefix_memo_cancel(m);
 	m->filled = false;
 	m->chain_done = false;
 	m->chain_status = PREFIX_NO_CHAIN;
@@ -181,6 +217,7 @@ void prefix_memo_reset(struct prefix_memo *m)
 
 void prefix_memo_free(struct prefix_memo *m)
 {
+	prefix_memo_cancel(m);
 	free(m->ids);
 	free(m->scratch);
 	for (uint32_t i = 0; i < PREFIX_MEMO_MAX_SOURCES; i++) {
@@ -258,10 +295,14 @@ static struct prefix_memo_entry *find_entry(struct prefix_memo *m, uint32_t key)
 	return NULL;
 }
 
+static void entry_unwait(struct prefix_memo *m, struct prefix_memo_entry *e);
+
 static struct prefix_memo_entry *new_entry(struct prefix_memo *m, uint32_t key)
 {
 	struct prefix_memo_entry *e = find_entry(m, key);
-	if (e == NULL) {
+	if (e != NULL) {
+		entry_unwait(m, e);
+	} else {
 		if (m->n_entries == PREFIX_MEMO_MAX_SOURCES)
 			return NULL;
 		e = &m->entries[m->n_entries++];
@@ -269,6 +310,10 @@ static struct prefix_memo_entry *new_entry(struct prefix_memo *m, uint32_t key)
 	e->source_key = key;
 	e->status = PREFIX_FOUND;
 	e->why = PREFIX_WHY_NONE;
+	e->pending = false;
+	e->src = NULL;
+	e->query_id = 0;
+	e->deadline_ns = 0;
 	e->n_depths = 0;
 	e->names_len = 0;
 	return e;
@@ -454,10 +499,178 @@ static void unavailable(struct prefix_memo_entry *e, enum prefix_unavailable why
 	e->why = why;
 }
 
-/* Indexer: one query, waiting up to the source's timeout. */
-static int lookup_indexer(struct prefix_memo *m, struct prefix_memo_entry *e,
-			  struct cache_source *s, const struct pick_request *req)
+/* Counts an entry's outcome on its source (once, when it is known). */
+static void account(struct cache_source *s, const struct prefix_memo_entry *e)
 {
+	if (e->status == PREFIX_NO_CHAIN) {
+		s->stats.no_chain++;
+		return;
+	}
+	s->stats.lookups++;
+	if (e->status == PREFIX_FOUND)
+		s->stats.found++;
+	else if (e->status == PREFIX_REJECTED)
+		s->stats.rejected++;
+	else
+		s->stats.unavailable[e->why]++;
+}
+
+/* ---- wait table -------------------------------------------------------------- */
+
+static int wait_index(const struct cache_source *s, uint64_t id)
+{
+	for (uint32_t i = 0; i < s->n_waits; i++)
+		if (s->waits[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+static void wait_remove(struct cache_source *s, uint32_t i)
+{
+	s->waits[i] = s->waits[--s->n_waits];
+}
+
+/* Takes a pending entry out of its source's table; not counted. */
+static void entry_unwait(struct prefix_memo *m, struct prefix_memo_entry *e)
+{
+	if (!e->pending)
+		return;
+	int i = wait_index(e->src, e->query_id);
+	if (i >= 0)
+		wait_remove(e->src, (uint32_t)i);
+	e->pending = false;
+	e->src = NULL;
+	m->n_pending--;
+}
+
+/* A pending entry's outcome is known (e filled by the caller): counted,
+ * and the memo told when it was its last (`notify`). */
+static void entry_done(struct prefix_memo *m, struct prefix_memo_entry *e, struct cache_source *s,
+		       bool notify)
+{
+	entry_unwait(m, e);
+	account(s, e);
+	if (notify && m->n_pending == 0 && m->on_ready != NULL)
+		m->on_ready(m, m->ready_arg);
+}
+
+static void wait_fail_all(struct cache_source *s, enum prefix_unavailable why)
+{
+	while (s->n_waits > 0) {
+		struct prefix_memo *m = s->waits[s->n_waits - 1].memo;
+		struct prefix_memo_entry *e = find_entry(m, s->key);
+		if (e == NULL || !e->pending) { /* cannot happen: drop the record */
+			s->n_waits--;
+			continue;
+		}
+		unavailable(e, why);
+		entry_done(m, e, s, true);
+	}
+}
+
+void prefix_memo_cancel(struct prefix_memo *m)
+{
+	for (uint32_t i = 0; i < m->n_entries && m->n_pending > 0; i++)
+		entry_unwait(m, &m->entries[i]);
+}
+
+uint32_t prefix_memo_expire(struct prefix_memo *m, uint64_t now_ns)
+{
+	for (uint32_t i = 0; i < m->n_entries && m->n_pending > 0; i++) {
+		struct prefix_memo_entry *e = &m->entries[i];
+		if (e->pending && now_ns >= e->deadline_ns) {
+			struct cache_source *s = e->src;
+			unavailable(e, PREFIX_WHY_TIMEOUT); /* the query stays in flight */
+			entry_done(m, e, s, false);
+		}
+	}
+	return m->n_pending;
+}
+
+uint64_t prefix_memo_deadline(const struct prefix_memo *m)
+{
+	uint64_t d = 0;
+	for (uint32_t i = 0; i < m->n_entries; i++)
+		if (m->entries[i].pending && m->entries[i].deadline_ns > d)
+			d = m->entries[i].deadline_ns;
+	return d;
+}
+
+/* One received frame of `got` bytes (-2: over the buffer) at `now`. */
+static int on_reply(struct cache_source *s, long got, uint64_t now)
+{
+	if (s->inflight > 0)
+		s->inflight--;
+	struct statebus_query_reply rep = {.matches = s->matches};
+	int rc = got == -2 ? SY_ERANGE
+			   : statebus_query_decode_reply(s->in, (size_t)got, &rep,
+							 STATEBUS_QUERY_MAX_MATCHES);
+	int w = rep.id != 0 ? wait_index(s, rep.id) : -1;
+	if (w < 0 && rc != SY_OK && s->n_waits == 1)
+		w = 0; /* an undecodable reply: the only query waiting is its own */
+	if (w < 0) {
+		s->stats.late_replies++;
+		return SY_OK;
+	}
+	struct prefix_memo *m = s->waits[w].memo;
+	struct prefix_memo_entry *e = find_entry(m, s->key);
+	if (e == NULL || !e->pending) {
+		wait_remove(s, (uint32_t)w);
+		s->stats.late_replies++;
+		return SY_OK;
+	}
+	if (now >= e->deadline_ns) {
+		s->stats.late_replies++;
+		unavailable(e, PREFIX_WHY_TIMEOUT);
+	} else if (rc == SY_ERANGE) {
+		unavailable(e, PREFIX_WHY_TOO_LARGE);
+	} else if (rc != SY_OK) {
+		e->status = PREFIX_REJECTED;
+	} else {
+		e->status = PREFIX_FOUND;
+		e->why = PREFIX_WHY_NONE;
+		e->n_depths = 0;
+		e->names_len = 0;
+		if (store_reply(m, e, &rep) != SY_OK) {
+			unavailable(e, PREFIX_WHY_TOO_LARGE); /* no room for its answer */
+			entry_done(m, e, s, true);
+			return SY_ENOMEM;
+		}
+	}
+	entry_done(m, e, s, true);
+	return SY_OK;
+}
+
+int cache_source_drain(struct cache_source *s, uint64_t now_ns)
+{
+	if (s->kind != CACHE_SOURCE_INDEXER || s->sock == NULL || s->pid != (int)getpid())
+		return 0;
+	int n = 0;
+	for (;;) {
+		long got;
+		while (s->sock != NULL && (got = recv_frame(s)) != -1) {
+			n++;
+			(void)on_reply(s, got, now_ns);
+		}
+		if (s->sock == NULL)
+			return n;
+		int ev = 0;
+		size_t el = sizeof(ev);
+		if (zmq_getsockopt(s->sock, ZMQ_EVENTS, &ev, &el) != 0 || !(ev & ZMQ_POLLIN))
+			return n;
+	}
+}
+
+/* ---- indexer lookup ---------------------------------------------------------- */
+
+/* Sends the request's query to indexer `s` without waiting and leaves `e`
+ * pending, or fills `e` with the reason it was not sent. `block`: a send
+ * refused for want of a connection is retried until the deadline. */
+static int indexer_send(struct prefix_memo *m, struct prefix_memo_entry *e,
+			struct cache_source *s, const struct pick_request *req, bool block,
+			bool *sent)
+{
+	*sent = false;
 	if (m->n_ids > STATEBUS_QUERY_MAX_HASHES) {
 		unavailable(e, PREFIX_WHY_TOO_LARGE);
 		return SY_OK;
@@ -469,15 +682,11 @@ static int lookup_indexer(struct prefix_memo *m, struct prefix_memo_entry *e,
 		unavailable(e, PREFIX_WHY_UNREACHABLE);
 		return SY_OK;
 	}
-	/* Late replies of earlier timed-out queries. */
-	long got;
-	while ((got = recv_frame(s)) != -1) {
-		if (s->inflight > 0)
-			s->inflight--;
-		s->stats.late_replies++;
-	}
+	uint64_t now = sy_mono_ns();
+	cache_source_drain(s, now); /* replies already there, late ones included */
 	if (s->inflight >= s->max_inflight) {
-		sock_close(s); /* drops the outstanding ones; reconnect next time */
+		if (s->n_waits == 0)
+			sock_close(s); /* drops the timed-out ones; reconnect next time */
 		unavailable(e, PREFIX_WHY_OVERLOADED);
 		return SY_OK;
 	}
@@ -489,64 +698,58 @@ static int lookup_indexer(struct prefix_memo *m, struct prefix_memo_entry *e,
 		unavailable(e, PREFIX_WHY_TOO_LARGE);
 		return SY_OK;
 	}
-	uint64_t deadline = sy_mono_ns() + (uint64_t)s->timeout_ms * 1000000u;
-	zmq_pollitem_t it = {.socket = s->sock, .events = ZMQ_POLLOUT};
+	uint64_t deadline = now + (uint64_t)s->timeout_ms * 1000000u;
 	/* ZMQ_IMMEDIATE: writable only once a connection exists. */
 	if (zmq_send(s->sock, s->out.buf, s->out.len, ZMQ_DONTWAIT) < 0) {
-		uint64_t now = sy_mono_ns();
-		long wait = now < deadline ? (long)((deadline - now) / 1000000u) : 0;
-		if (zmq_poll(&it, 1, wait) <= 0 ||
+		zmq_pollitem_t it = {.socket = s->sock, .events = ZMQ_POLLOUT};
+		long wait = (long)((uint64_t)s->timeout_ms);
+		if (!block || zmq_poll(&it, 1, wait) <= 0 ||
 		    zmq_send(s->sock, s->out.buf, s->out.len, ZMQ_DONTWAIT) < 0) {
 			unavailable(e, PREFIX_WHY_UNREACHABLE);
 			return SY_OK;
 		}
 	}
 	s->inflight++;
-	it.events = ZMQ_POLLIN;
-	for (;;) {
+	s->waits[s->n_waits++] = (struct cache_source_wait){.id = id, .memo = m};
+	unavailable(e, PREFIX_WHY_TIMEOUT); /* what a pick reads while it waits */
+	e->pending = true;
+	e->src = s;
+	e->query_id = id;
+	e->deadline_ns = deadline;
+	m->n_pending++;
+	*sent = true;
+	/* Sending may have taken the edge of ZMQ_FD: look again. */
+	cache_source_drain(s, sy_mono_ns());
+	return SY_OK;
+}
+
+/* Waits on the socket until `e` completes or its deadline passes. */
+static void indexer_wait(struct prefix_memo *m, struct prefix_memo_entry *e,
+			 struct cache_source *s)
+{
+	while (e->pending) {
 		uint64_t now = sy_mono_ns();
-		if (now >= deadline) {
+		if (now >= e->deadline_ns || s->sock == NULL) {
 			unavailable(e, PREFIX_WHY_TIMEOUT);
-			return SY_OK;
+			entry_done(m, e, s, false);
+			return;
 		}
-		long wait = (long)((deadline - now + 999999u) / 1000000u);
-		int pr = zmq_poll(&it, 1, wait);
-		if (pr < 0) {
+		zmq_pollitem_t it = {.socket = s->sock, .events = ZMQ_POLLIN};
+		long wait = (long)((e->deadline_ns - now + 999999u) / 1000000u);
+		if (zmq_poll(&it, 1, wait) < 0) {
 			unavailable(e, PREFIX_WHY_UNREACHABLE);
-			return SY_OK;
+			entry_done(m, e, s, false);
+			return;
 		}
-		if (pr == 0)
-			continue;
-		while ((got = recv_frame(s)) != -1) {
-			if (s->inflight > 0)
-				s->inflight--;
-			if (got == -2) {
-				unavailable(e, PREFIX_WHY_TOO_LARGE);
-				return SY_OK;
-			}
-			struct statebus_query_reply rep = {.matches = s->matches};
-			rc = statebus_query_decode_reply(s->in, (size_t)got, &rep,
-							 STATEBUS_QUERY_MAX_MATCHES);
-			if (rc == SY_OK && rep.id != id) {
-				s->stats.late_replies++;
-				continue;
-			}
-			if (rc == SY_ERANGE) {
-				unavailable(e, PREFIX_WHY_TOO_LARGE);
-				return SY_OK;
-			}
-			if (rc != SY_OK) {
-				e->status = PREFIX_REJECTED;
-				return SY_OK;
-			}
-			return store_reply(m, e, &rep);
-		}
+		cache_source_drain(s, sy_mono_ns());
 	}
 }
 
-const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct cache_source *s,
-						   struct statebus_region *r,
-						   const struct pick_request *req, bool allow_block)
+enum lookup_mode { LOOKUP_NO_ASK, LOOKUP_SEND, LOOKUP_WAIT };
+
+static const struct prefix_memo_entry *lookup(struct prefix_memo *m, struct cache_source *s,
+					      struct statebus_region *r,
+					      const struct pick_request *req, enum lookup_mode mode)
 {
 	struct prefix_memo_entry *e = find_entry(m, s->key);
 	if (e != NULL)
@@ -559,28 +762,37 @@ const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct
 	} else if (s->kind == CACHE_SOURCE_LOCAL) {
 		m->lookups++;
 		rc = lookup_local(m, e, r);
-	} else if (!allow_block) {
+	} else if (mode == LOOKUP_NO_ASK) {
 		unavailable(e, PREFIX_WHY_TIMEOUT); /* not asked before the pick */
 	} else {
+		bool sent;
 		m->lookups++;
-		rc = lookup_indexer(m, e, s, req);
+		rc = indexer_send(m, e, s, req, mode == LOOKUP_WAIT, &sent);
+		if (sent && mode == LOOKUP_WAIT)
+			indexer_wait(m, e, s);
+		if (sent)
+			return e; /* counted when it completes (perhaps already) */
 	}
 	if (rc != SY_OK) {
 		m->n_entries--; /* forget the half-made entry */
 		return NULL;
 	}
-	if (e->status == PREFIX_NO_CHAIN) {
-		s->stats.no_chain++;
-	} else {
-		s->stats.lookups++;
-		if (e->status == PREFIX_FOUND)
-			s->stats.found++;
-		else if (e->status == PREFIX_REJECTED)
-			s->stats.rejected++;
-		else
-			s->stats.unavailable[e->why]++;
-	}
+	account(s, e);
 	return e;
+}
+
+const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct cache_source *s,
+						   struct statebus_region *r,
+						   const struct pick_request *req, bool allow_block)
+{
+	return lookup(m, s, r, req, allow_block ? LOOKUP_WAIT : LOOKUP_NO_ASK);
+}
+
+const struct prefix_memo_entry *prefix_memo_ask(struct prefix_memo *m, struct cache_source *s,
+						struct statebus_region *r,
+						const struct pick_request *req)
+{
+	return lookup(m, s, r, req, LOOKUP_SEND);
 }
 
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
@@ -609,8 +821,9 @@ uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, ui
 
 /* ---- fill -------------------------------------------------------------------- */
 
-static int fill_group(struct prefix_memo *m, struct router_gen *g, struct engine_group *grp,
-		      struct statebus_region *r, const struct pick_request *req)
+static int fill_group(struct prefix_memo *m, const struct fleet *f, struct engine_group *grp,
+		      struct statebus_region *r, const struct pick_request *req,
+		      enum prefix_fill_mode mode)
 {
 	if (grp->policy.kind != POLICY_CACHE_AWARE || grp->stage == STAGE_DECODE)
 		return SY_OK;
@@ -620,42 +833,26 @@ static int fill_group(struct prefix_memo *m, struct router_gen *g, struct engine
 	if (!m->chain_done) {
 		uint32_t bs = 0;
 		bool bigram = false;
-		cache_model_blocks(&g->fleet, req->model.ptr, req->model.len, &bs, &bigram);
+		cache_model_blocks(f, req->model.ptr, req->model.len, &bs, &bigram);
 		int rc = prefix_memo_chain(m, req, bs, bigram);
 		if (rc < 0)
 			return rc;
 	}
-	return prefix_memo_lookup(m, s, r, req, true) != NULL ? SY_OK : SY_ENOMEM;
+	return lookup(m, s, r, req, mode == PREFIX_FILL_WAIT ? LOOKUP_WAIT : LOOKUP_SEND) != NULL
+		       ? SY_OK
+		       : SY_ENOMEM;
 }
 
-int prefix_memo_fill(struct prefix_memo *m, struct router_gen *g, struct statebus_region *r,
-		     const struct pick_request *req, uint64_t now_ns)
+int prefix_memo_fill(struct prefix_memo *m, struct bucket *const *order, size_t n,
+		     const struct fleet *f, struct statebus_region *r,
+		     const struct pick_request *req, enum prefix_fill_mode mode)
 {
 	if (m->filled)
 		return SY_OK;
 	m->filled = true;
-	if (!g->has_cache_policy)
-		return SY_OK;
-	fleet_refresh(&g->fleet, r, now_ns, false);
-
-	struct bucket_signal sig = {
-		.input_tokens = req->input_tokens,
-		.has_peak = req->has_peak,
-		.expected_peak = req->expected_peak,
-		.has_ttft = req->has_ttft_slo,
-		.ttft_ms = req->ttft_slo_ms,
-		.has_tps = req->has_tps_slo,
-		.tps = req->tps_slo,
-	};
-	size_t n = 0;
-	const char *why = NULL;
-	if (bucket_resolver_resolve(&g->resolver, &sig, g->order, g->n_buckets, &n, &why) !=
-	    PICK_OK)
-		return SY_OK; /* selection reports it */
 	for (size_t i = 0; i < n; i++) {
-		struct bucket *b = g->order[i];
-		int rc = b->pd ? fill_group(m, g, &b->prefill, r, req)
-			       : fill_group(m, g, &b->plain, r, req);
+		struct bucket *b = order[i];
+		int rc = fill_group(m, f, b->pd ? &b->prefill : &b->plain, r, req, mode);
 		if (rc != SY_OK)
 			return rc;
 	}

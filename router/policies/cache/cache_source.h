@@ -35,28 +35,45 @@
  * The memo (struct prefix_memo, pick_request.memo) lives for one request:
  * every bucket attempt and every group pick of the request reads the same
  * entries; each pick still filters the depths to its own candidates and
- * runs its own admission. prefix_memo_fill() fills it before selection
- * (the handler calls it once per request; router_select() calls it itself
- * when the request arrives with an unfilled memo or none). policy_pick is
- * synchronous: a local entry missing at pick time is looked up then (cheap,
- * never blocks); an indexer entry missing at pick time reads as
- * unavailable — a pick never waits on a socket.
+ * runs its own admission. prefix_memo_fill() fills it from the request's
+ * resolved buckets (router_select_begin, router/core/select.h), before any
+ * pick. policy_pick is synchronous: a local entry missing at pick time is
+ * looked up then (cheap, never blocks); an indexer entry missing or still
+ * waiting at pick time reads as unavailable (timeout) — a pick never waits
+ * on a socket.
  *
- * Blocking (first version): the indexer query in prefix_memo_fill() waits
- * up to the source's timeout (default 100 ms) inside the event loop, since
- * the data plane has no asynchronous hook before selection yet. That is
- * why cache_prefix_provider defaults to local; switch to indexer only where
- * the remote statebus is close (same rack) — see docs/query.md.
+ * Waiting. prefix_memo_fill(.., PREFIX_FILL_SEND) sends each indexer query
+ * without waiting (ZMQ_DONTWAIT: a query that cannot be sent at once —
+ * no connection yet — is unavailable, unreachable) and leaves its entry
+ * pending: m->n_pending > 0. The source keeps a table of its waiting
+ * queries (id → memo entry, at most max_inflight); cache_source_drain(),
+ * called when the socket's ZMQ_FD turns readable, matches replies by id and
+ * completes their entries, calling the memo's on_ready when its last one
+ * completes. A reply after its entry's deadline (sent + timeout_ms) leaves
+ * the entry unavailable (timeout) and counts as late; prefix_memo_expire()
+ * times out what the deadline passed; prefix_memo_cancel() (the request
+ * ended) takes the memo's waiters out of their sources' tables — their
+ * replies then count as late. PREFIX_FILL_WAIT does the same but waits on
+ * the socket (zmq_poll) up to the deadline: for synchronous callers
+ * (router_select: tests, benchmarks, tools), never the data plane.
+ *
+ * Event loop. The socket of an indexer source is opened lazily (or by
+ * cache_source_open) in the process that uses it; the process's event-loop
+ * binding (cache_source_set_loop) is told of each socket opened (its ZMQ_FD,
+ * edge-triggered) and before each close. The binding is optional: without
+ * one, only PREFIX_FILL_WAIT completes entries.
  *
  * In-flight bound: a query whose reply did not come in time stays counted
  * until its late reply is drained; when max_inflight are outstanding the
- * next query is not sent (PREFIX_UNAVAILABLE, overloaded) and the socket is
- * rebuilt, which drops them all. Sockets are opened lazily in the process
- * that uses them (after fork) and closed with the generation.
+ * next query is not sent (PREFIX_UNAVAILABLE, overloaded), and when none of
+ * them is still waiting the socket is rebuilt, which drops them all.
+ * Sockets are closed with the generation.
  *
- * Ownership: sources belong to the generation (router/core/generation.h) and are
- * process-local; the memo's arrays grow as needed and are kept across
- * resets (no allocation per request in the steady state).
+ * Ownership: sources are built and owned by the configuration generation
+ * and are process-local; policies borrow them. The memo's arrays grow as
+ * needed and are kept across resets (no allocation per request in the
+ * steady state when a memo is reused). Not thread-safe: one event loop per
+ * process.
  */
 #ifndef SY_ROUTER_POLICIES_CACHE_SOURCE_H
 #define SY_ROUTER_POLICIES_CACHE_SOURCE_H
@@ -111,6 +128,15 @@ struct cache_source_stats {
 	uint64_t late_replies;  /* indexer replies drained after their timeout */
 };
 
+struct prefix_memo;
+
+/* A waiting query of an indexer source: reply `id` completes the source's
+ * entry in `memo` (borrowed; the memo cancels its waits before it goes). */
+struct cache_source_wait {
+	uint64_t id;
+	struct prefix_memo *memo;
+};
+
 /* One prefix source. Initialise with cache_source_init_local / _indexer. */
 struct cache_source {
 	enum cache_source_kind kind;
@@ -126,8 +152,28 @@ struct cache_source {
 	struct statebus_query_buf out;
 	uint8_t *in;              /* reply frame buffer (STATEBUS_QUERY_MAX_BYTES) */
 	struct statebus_query_match *matches; /* decode scratch */
+	struct cache_source_wait *waits;  /* waiting queries, n_waits ≤ max_inflight
+					     (≤ inflight), unordered */
+	uint32_t n_waits;
+	void *watch;              /* the event-loop binding's handle, NULL = none */
 	struct cache_source_stats stats;
 };
+
+/* A process's event-loop binding of indexer sockets. watch(): the socket of
+ * `s` was opened, its ZMQ_FD is `fd` (owned by ZeroMQ: never close it;
+ * edge-triggered: on each notification call cache_source_drain); store a
+ * handle in s->watch; returns 0, or -1 (then the source works only with
+ * PREFIX_FILL_WAIT). unwatch(): the socket is about to close; s->watch is
+ * the handle (cleared by the caller). */
+struct cache_source_loop {
+	int (*watch)(void *ctx, struct cache_source *s, int fd);
+	void (*unwatch)(void *ctx, struct cache_source *s);
+	void *ctx;
+};
+
+/* Sets this process's binding (borrowed, lives as long as the process;
+ * NULL = none). Sockets opened before keep their state. */
+void cache_source_set_loop(const struct cache_source_loop *loop);
 
 /* The local source (key 0). Never fails. */
 void cache_source_init_local(struct cache_source *s);
@@ -137,8 +183,22 @@ void cache_source_init_local(struct cache_source *s);
 int cache_source_init_indexer(struct cache_source *s, uint32_t key, const char *endpoint,
 			      uint32_t timeout_ms, uint32_t max_inflight);
 
-/* Closes sockets and frees what the source owns. */
+/* Closes sockets and frees what the source owns. Entries still waiting on
+ * it complete as unavailable (unreachable). */
 void cache_source_close(struct cache_source *s);
+
+/* Opens an indexer's socket in this process now (connecting takes a moment;
+ * a query sent before the connection exists is unreachable). A local source
+ * or an open socket: no-op. Errors: SY_ENOMEM, SY_EIO. */
+int cache_source_open(struct cache_source *s);
+
+/* Receives every reply waiting on the indexer socket (ZMQ_DONTWAIT until
+ * EAGAIN, then ZMQ_EVENTS re-checked, as ZMQ_FD is edge-triggered), at
+ * `now_ns` (CLOCK_MONOTONIC): a reply completes its waiting entry (or, past
+ * the entry's deadline, times it out), any other counts as late; a memo
+ * whose last pending entry completes has its on_ready called. Returns the
+ * number of replies read (0 when none, or no socket). */
+int cache_source_drain(struct cache_source *s, uint64_t now_ns);
 
 /* One source's answer for the request. */
 struct prefix_depth {
@@ -151,8 +211,12 @@ struct prefix_depth {
 
 struct prefix_memo_entry {
 	uint32_t source_key;
-	enum prefix_status status;
+	enum prefix_status status;     /* while pending: UNAVAILABLE, timeout */
 	enum prefix_unavailable why;   /* PREFIX_UNAVAILABLE only */
+	bool pending;                  /* query sent, its reply awaited */
+	struct cache_source *src;      /* pending: the source (borrowed) */
+	uint64_t query_id;             /* pending: the query's id */
+	uint64_t deadline_ns;          /* pending: CLOCK_MONOTONIC */
 	struct prefix_depth *depths;   /* n_depths, sorted (local: by slot;
 					  indexer: by url, strcmp) */
 	uint32_t n_depths, cap_depths;
@@ -161,7 +225,9 @@ struct prefix_memo_entry {
 };
 
 /* The per-request memo (pick_request.memo). Zero-initialise or
- * prefix_memo_init(); prefix_memo_reset() between requests. */
+ * prefix_memo_init(); prefix_memo_reset() between requests. A memo with
+ * pending entries must stay where it is (sources point at it) until they
+ * complete or prefix_memo_cancel / _reset / _free. */
 struct prefix_memo {
 	bool filled;                   /* prefix_memo_fill() ran */
 	bool chain_done;               /* the chain below is computed */
@@ -178,16 +244,36 @@ struct prefix_memo {
 	struct digest_memo *digests;   /* borrowed; NULL = hash without a memo */
 	uint32_t chains;               /* chains computed this request (tests) */
 	uint32_t lookups;              /* source lookups this request (tests) */
+	uint32_t n_pending;            /* entries pending */
+	/* Called by cache_source_drain when n_pending drops to 0 (never from
+	 * prefix_memo_fill, _expire or _cancel). The callee must not drain a
+	 * source nor free the memo inside; defer work to the event loop. */
+	void (*on_ready)(struct prefix_memo *m, void *arg);
+	void *ready_arg;
 };
 
 /* Empty memo hashing through `digests` (borrowed, may be NULL). */
 void prefix_memo_init(struct prefix_memo *m, struct digest_memo *digests);
 
-/* Forgets the request (keeps the arrays). */
+/* Forgets the request (keeps the arrays and on_ready); cancels pending
+ * entries. */
 void prefix_memo_reset(struct prefix_memo *m);
 
-/* Frees the arrays. */
+/* Cancels pending entries, then frees the arrays. */
 void prefix_memo_free(struct prefix_memo *m);
+
+/* The request ended: takes every pending entry out of its source's table
+ * (the entries read as unavailable, timeout; their replies will count as
+ * late; not counted as lookups). */
+void prefix_memo_cancel(struct prefix_memo *m);
+
+/* Times out, at `now_ns`, the pending entries whose deadline passed
+ * (unavailable, timeout; counted). Returns the entries still pending. */
+uint32_t prefix_memo_expire(struct prefix_memo *m, uint64_t now_ns);
+
+/* The latest deadline of the pending entries (CLOCK_MONOTONIC ns), 0 when
+ * none is pending. */
+uint64_t prefix_memo_deadline(const struct prefix_memo *m);
 
 /* Computes the request's chain once: block_size 0 (unknown) or no token IDs
  * → PREFIX_NO_CHAIN. Returns the chain status; SY_ENOMEM as a negative
@@ -206,13 +292,20 @@ bool cache_model_blocks(const struct fleet *f, const char *model, size_t len,
 /* The entry of source `s` for this request, looked up on first use: the
  * chain must be computed (prefix_memo_chain). `r` is needed by the local
  * source (NULL → a confirmed miss: no index attached); `model` names the
- * request's model for an indexer. `allow_block`: false makes an indexer
- * lookup not done yet read as unavailable (timeout) instead of asking.
- * Returns the entry, or NULL on SY_ENOMEM / more than
+ * request's model for an indexer. `allow_block`: true asks an indexer not
+ * asked yet and waits for its answer (PREFIX_FILL_WAIT); false makes it read
+ * as unavailable (timeout) instead of asking — what a pick does. Returns
+ * the entry (pending ones included), or NULL on SY_ENOMEM / more than
  * PREFIX_MEMO_MAX_SOURCES sources. */
 const struct prefix_memo_entry *prefix_memo_lookup(struct prefix_memo *m, struct cache_source *s,
 						   struct statebus_region *r,
 						   const struct pick_request *req, bool allow_block);
+
+/* As prefix_memo_lookup, but an indexer not asked yet is sent the query and
+ * not waited for (PREFIX_FILL_SEND): its entry is returned pending. */
+const struct prefix_memo_entry *prefix_memo_ask(struct prefix_memo *m, struct cache_source *s,
+						struct statebus_region *r,
+						const struct pick_request *req);
 
 /* Test and replay hook: stores an indexer reply (decoded, its strings
  * borrowed only during the call) as source `key`'s entry, exactly as a
@@ -229,14 +322,23 @@ int prefix_memo_put_status(struct prefix_memo *m, uint32_t key, enum prefix_stat
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
 			    const char *id);
 
-/* Fills the memo for request `req` under generation `g` on region `r`
- * (DESIGN.md §4 step 3): resolves the request's buckets, and for every
- * cache_aware group among them computes the chain once and looks up its
- * source once (an indexer may block up to its timeout). Idempotent per
+/* How prefix_memo_fill() treats indexer sources. */
+enum prefix_fill_mode {
+	PREFIX_FILL_SEND = 0,  /* send, do not wait: entries left pending */
+	PREFIX_FILL_WAIT,      /* send and wait up to each source's timeout */
+};
+
+/* Fills the memo for request `req` from its resolved buckets (DESIGN.md §4
+ * step 3): `order[0..n)` (borrowed, the resolver's output) and the fleet
+ * snapshot `f` the resolution ran on, region `r` (local source; may be
+ * NULL). For every cache_aware group among the buckets (a PD bucket's
+ * prefill group) it computes the chain once (block size from `f`) and looks
+ * its source up once: local at once, an indexer per `mode`. Idempotent per
  * request (m->filled). Returns SY_OK (lookups that fail are recorded in
  * their entries, never returned), or SY_ENOMEM. */
-struct router_gen;
-int prefix_memo_fill(struct prefix_memo *m, struct router_gen *g, struct statebus_region *r,
-		     const struct pick_request *req, uint64_t now_ns);
+struct bucket;
+int prefix_memo_fill(struct prefix_memo *m, struct bucket *const *order, size_t n,
+		     const struct fleet *f, struct statebus_region *r,
+		     const struct pick_request *req, enum prefix_fill_mode mode);
 
 #endif

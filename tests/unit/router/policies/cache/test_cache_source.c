@@ -5,7 +5,11 @@
  * query server (a thread answering with statebus_query_answer() from the
  * same region over ipc) — scenarios 15 and 16 with their exact numbers,
  * each unavailability kept distinguishable; the decoders hold their caps
- * under truncation and mutation; router_select fills the memo itself. */
+ * under truncation and mutation; router_select fills the memo itself; the
+ * wait table of queries sent without waiting (a ROUTER socket of the test
+ * answering when told): replies matched by id in any order, a reply after
+ * the deadline or after a cancel counted late, the deadline expiring a
+ * waiter, the in-flight bound shedding without dropping live waiters. */
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -635,6 +639,305 @@ START_TEST(test_router_select_fills_the_memo_and_routes_to_the_owner)
 }
 END_TEST
 
+
+/* ---- wait table: queries sent without waiting ------------------------------------ */
+
+/* A ROUTER of the test's own thread; it answers only when told. */
+struct peer {
+	char ep[96];
+	void *zctx, *z;
+	char ident[8][256];
+	int ident_len[8];
+	uint64_t ids[8];
+	int n;
+};
+
+static void peer_start(struct peer *p)
+{
+	static unsigned k;
+	memset(p, 0, sizeof(*p));
+	snprintf(p->ep, sizeof(p->ep), "ipc:///tmp/sy-qw-%d-%u", (int)getpid(), k++);
+	p->zctx = zmq_ctx_new();
+	p->z = zmq_socket(p->zctx, ZMQ_ROUTER);
+	int zero = 0;
+	zmq_setsockopt(p->z, ZMQ_LINGER, &zero, sizeof(zero));
+	ck_assert_int_eq(zmq_bind(p->z, p->ep), 0);
+}
+
+static void peer_stop(struct peer *p)
+{
+	zmq_close(p->z);
+	zmq_ctx_term(p->zctx);
+	unlink(p->ep + 6);
+}
+
+/* Receives queries until `want` are held (bounded wait). */
+static void peer_take(struct peer *p, int want)
+{
+	static uint8_t buf[STATEBUS_QUERY_MAX_BYTES];
+	static int64_t hs[64];
+	uint64_t end = sy_mono_ns() + 2000000000u;
+	while (p->n < want && sy_mono_ns() < end) {
+		zmq_pollitem_t it = {.socket = p->z, .events = ZMQ_POLLIN};
+		if (zmq_poll(&it, 1, 10) <= 0)
+			continue;
+		int il = zmq_recv(p->z, p->ident[p->n], sizeof(p->ident[0]), 0);
+		int n = zmq_recv(p->z, buf, sizeof(buf), 0);
+		ck_assert_int_gt(il, 0);
+		ck_assert_int_ge(n, 0);
+		struct statebus_query_request q = {.hashes = hs};
+		ck_assert_int_eq(statebus_query_decode_request(buf, (size_t)n, &q, 64),
+				 STATEBUS_QUERY_OK);
+		p->ident_len[p->n] = il;
+		p->ids[p->n++] = q.id;
+	}
+	ck_assert_int_eq(p->n, want);
+}
+
+/* Answers held query k: ok, one match `url` at `depth` blocks. */
+static void peer_answer(struct peer *p, int k, const char *url, uint32_t depth)
+{
+	struct statebus_query_buf b = {0};
+	ck_assert_int_eq(statebus_query_begin_reply(&b, p->ids[k], STATEBUS_QUERY_OK, NULL, 8, 1),
+			 SY_OK);
+	statebus_query_add_match(&b, url, strlen(url), 0, depth);
+	zmq_send(p->z, p->ident[k], (size_t)p->ident_len[k], ZMQ_SNDMORE);
+	zmq_send(p->z, b.buf, b.len, 0);
+	free(b.buf);
+}
+
+/* Opens `src` and waits until its DEALER has a connection (ZMQ_IMMEDIATE:
+ * writable only then). */
+static void src_connected(struct cache_source *src)
+{
+	ck_assert_int_eq(cache_source_open(src), SY_OK);
+	uint64_t end = sy_mono_ns() + 2000000000u;
+	int ev = 0;
+	size_t el = sizeof(ev);
+	while (sy_mono_ns() < end) {
+		zmq_getsockopt(src->sock, ZMQ_EVENTS, &ev, &el);
+		if (ev & ZMQ_POLLOUT)
+			return;
+		usleep(1000);
+	}
+	ck_abort_msg("no connection to the test peer");
+}
+
+/* Drains `src` until `m` has no pending entry (bounded wait). */
+static void drain_until_ready(struct cache_source *src, struct prefix_memo *m)
+{
+	uint64_t end = sy_mono_ns() + 2000000000u;
+	while (m->n_pending > 0 && sy_mono_ns() < end) {
+		zmq_pollitem_t it = {.socket = src->sock, .events = ZMQ_POLLIN};
+		zmq_poll(&it, 1, 10);
+		cache_source_drain(src, sy_mono_ns());
+	}
+	ck_assert_uint_eq(m->n_pending, 0);
+}
+
+static int readies;
+static void count_ready(struct prefix_memo *m, void *arg)
+{
+	ck_assert_ptr_eq(arg, m);
+	readies++;
+}
+
+/* A memo over the 8-token request in 1-token blocks, on_ready counted. */
+static void wmemo(struct prefix_memo *m, struct pick_request *req)
+{
+	prefix_memo_init(m, NULL);
+	*req = req_of(m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(m, req, 1, false), PREFIX_FOUND);
+	m->on_ready = count_ready;
+	m->ready_arg = m;
+}
+
+START_TEST(test_wait_table_matches_replies_by_id_in_any_order)
+{
+	kv_worker("http://a", 1, 1);
+	struct peer p;
+	peer_start(&p);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 2000, 4), SY_OK);
+	src_connected(&src);
+	struct prefix_memo m1, m2;
+	struct pick_request r1, r2;
+	wmemo(&m1, &r1);
+	wmemo(&m2, &r2);
+	readies = 0;
+	const struct prefix_memo_entry *e1 = prefix_memo_ask(&m1, &src, fx.r, &r1);
+	const struct prefix_memo_entry *e2 = prefix_memo_ask(&m2, &src, fx.r, &r2);
+	ck_assert(e1->pending && e2->pending);
+	ck_assert_int_eq(e1->status, PREFIX_UNAVAILABLE); /* what a pick reads meanwhile */
+	ck_assert_int_eq(e1->why, PREFIX_WHY_TIMEOUT);
+	ck_assert_ptr_eq(prefix_memo_lookup(&m1, &src, fx.r, &r1, false), e1); /* not re-sent */
+	ck_assert_uint_eq(src.n_waits, 2);
+	ck_assert_uint_eq(src.inflight, 2);
+	peer_take(&p, 2);
+	ck_assert_uint_ne(p.ids[0], p.ids[1]);
+	peer_answer(&p, 1, "http://b", 3); /* the second query first */
+	drain_until_ready(&src, &m2);
+	ck_assert(e1->pending);
+	ck_assert_int_eq(readies, 1);
+	peer_answer(&p, 0, "http://a", 5);
+	drain_until_ready(&src, &m1);
+	ck_assert_int_eq(readies, 2);
+	ck_assert_int_eq(e1->status, PREFIX_FOUND);
+	ck_assert_str_eq(e1->depths[0].url, "http://a");
+	ck_assert_uint_eq(e1->depths[0].blocks, 5);
+	ck_assert_int_eq(e2->status, PREFIX_FOUND);
+	ck_assert_str_eq(e2->depths[0].url, "http://b");
+	ck_assert_uint_eq(e2->depths[0].blocks, 3);
+	ck_assert_uint_eq(src.n_waits, 0);
+	ck_assert_uint_eq(src.inflight, 0);
+	ck_assert_uint_eq(src.stats.found, 2);
+	ck_assert_uint_eq(src.stats.late_replies, 0);
+	prefix_memo_free(&m1);
+	prefix_memo_free(&m2);
+	cache_source_close(&src);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(test_wait_table_reply_after_the_deadline_is_a_timeout_and_late)
+{
+	kv_worker("http://a", 1, 1);
+	struct peer p;
+	peer_start(&p);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 30, 4), SY_OK);
+	src_connected(&src);
+	struct prefix_memo m;
+	struct pick_request r;
+	wmemo(&m, &r);
+	readies = 0;
+	const struct prefix_memo_entry *e = prefix_memo_ask(&m, &src, fx.r, &r);
+	ck_assert(e->pending);
+	peer_take(&p, 1);
+	usleep(40000); /* past the 30 ms deadline */
+	peer_answer(&p, 0, "http://a", 5);
+	drain_until_ready(&src, &m);
+	ck_assert_int_eq(readies, 1);
+	ck_assert_int_eq(e->status, PREFIX_UNAVAILABLE);
+	ck_assert_int_eq(e->why, PREFIX_WHY_TIMEOUT);
+	ck_assert_uint_eq(src.stats.late_replies, 1);
+	ck_assert_uint_eq(src.stats.unavailable[PREFIX_WHY_TIMEOUT], 1);
+	ck_assert_uint_eq(src.inflight, 0);
+	prefix_memo_free(&m);
+	cache_source_close(&src);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(test_wait_table_deadline_expires_the_waiter_and_its_reply_counts_late)
+{
+	kv_worker("http://a", 1, 1);
+	struct peer p;
+	peer_start(&p);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 50, 4), SY_OK);
+	src_connected(&src);
+	struct prefix_memo m;
+	struct pick_request r;
+	wmemo(&m, &r);
+	readies = 0;
+	const struct prefix_memo_entry *e = prefix_memo_ask(&m, &src, fx.r, &r);
+	uint64_t deadline = prefix_memo_deadline(&m);
+	ck_assert_uint_gt(deadline, 0);
+	ck_assert_uint_eq(prefix_memo_expire(&m, deadline - 1), 1); /* not yet */
+	ck_assert_uint_eq(prefix_memo_expire(&m, deadline), 0);
+	ck_assert_int_eq(readies, 0); /* the caller of expire resumes itself */
+	ck_assert(!e->pending);
+	ck_assert_int_eq(e->why, PREFIX_WHY_TIMEOUT);
+	ck_assert_uint_eq(prefix_memo_deadline(&m), 0);
+	ck_assert_uint_eq(src.n_waits, 0);
+	ck_assert_uint_eq(src.inflight, 1); /* still outstanding */
+	ck_assert_uint_eq(src.stats.unavailable[PREFIX_WHY_TIMEOUT], 1);
+	peer_take(&p, 1);
+	peer_answer(&p, 0, "http://a", 5);
+	uint64_t end = sy_mono_ns() + 2000000000u;
+	while (src.stats.late_replies == 0 && sy_mono_ns() < end) {
+		zmq_pollitem_t it = {.socket = src.sock, .events = ZMQ_POLLIN};
+		zmq_poll(&it, 1, 10);
+		cache_source_drain(&src, sy_mono_ns());
+	}
+	ck_assert_uint_eq(src.stats.late_replies, 1);
+	ck_assert_uint_eq(src.inflight, 0);
+	ck_assert_int_eq(e->why, PREFIX_WHY_TIMEOUT); /* the late answer changes nothing */
+	prefix_memo_free(&m);
+	cache_source_close(&src);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(test_wait_table_cancel_removes_the_waiter_and_its_reply_counts_late)
+{
+	kv_worker("http://a", 1, 1);
+	struct peer p;
+	peer_start(&p);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 2000, 4), SY_OK);
+	src_connected(&src);
+	struct prefix_memo *m = malloc(sizeof(*m)); /* freed before the reply: ASan */
+	struct pick_request r;
+	wmemo(m, &r);
+	readies = 0;
+	ck_assert(prefix_memo_ask(m, &src, fx.r, &r)->pending);
+	ck_assert_uint_eq(src.n_waits, 1);
+	prefix_memo_free(m); /* the request ended */
+	free(m);
+	ck_assert_uint_eq(src.n_waits, 0);
+	ck_assert_uint_eq(src.stats.lookups, 0); /* a cancelled lookup is not counted */
+	peer_take(&p, 1);
+	peer_answer(&p, 0, "http://a", 5);
+	uint64_t end = sy_mono_ns() + 2000000000u;
+	while (src.stats.late_replies == 0 && sy_mono_ns() < end) {
+		zmq_pollitem_t it = {.socket = src.sock, .events = ZMQ_POLLIN};
+		zmq_poll(&it, 1, 10);
+		cache_source_drain(&src, sy_mono_ns());
+	}
+	ck_assert_uint_eq(src.stats.late_replies, 1);
+	ck_assert_int_eq(readies, 0);
+	ck_assert_uint_eq(src.inflight, 0);
+	cache_source_close(&src);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(test_wait_table_inflight_bound_sheds_and_keeps_live_waiters)
+{
+	kv_worker("http://a", 1, 1);
+	struct peer p;
+	peer_start(&p);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 2000, 2), SY_OK);
+	src_connected(&src);
+	struct prefix_memo m[3];
+	struct pick_request r[3];
+	const struct prefix_memo_entry *e[3];
+	for (int k = 0; k < 3; k++) {
+		wmemo(&m[k], &r[k]);
+		e[k] = prefix_memo_ask(&m[k], &src, fx.r, &r[k]);
+	}
+	void *sock = src.sock;
+	ck_assert(e[0]->pending && e[1]->pending);
+	ck_assert(!e[2]->pending);
+	ck_assert_int_eq(e[2]->why, PREFIX_WHY_OVERLOADED);
+	ck_assert_ptr_eq(src.sock, sock); /* live waiters: the socket is kept */
+	peer_take(&p, 2);
+	peer_answer(&p, 0, "http://a", 2);
+	peer_answer(&p, 1, "http://a", 4);
+	drain_until_ready(&src, &m[0]);
+	drain_until_ready(&src, &m[1]);
+	ck_assert_uint_eq(e[0]->depths[0].blocks, 2);
+	ck_assert_uint_eq(e[1]->depths[0].blocks, 4);
+	for (int k = 0; k < 3; k++)
+		prefix_memo_free(&m[k]);
+	cache_source_close(&src);
+	peer_stop(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cache_source");
@@ -656,6 +959,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_inflight_bound_sheds_then_recovers);
 	tcase_add_test(tc, test_query_decoders_hold_caps_under_truncation_and_mutation);
 	tcase_add_test(tc, test_router_select_fills_the_memo_and_routes_to_the_owner);
+	tcase_add_test(tc, test_wait_table_matches_replies_by_id_in_any_order);
+	tcase_add_test(tc, test_wait_table_reply_after_the_deadline_is_a_timeout_and_late);
+	tcase_add_test(tc, test_wait_table_deadline_expires_the_waiter_and_its_reply_counts_late);
+	tcase_add_test(tc, test_wait_table_cancel_removes_the_waiter_and_its_reply_counts_late);
+	tcase_add_test(tc, test_wait_table_inflight_bound_sheds_and_keeps_live_waiters);
 	suite_add_tcase(s, tc);
 	return s;
 }
