@@ -236,7 +236,7 @@ END_TEST
 
 START_TEST(test_group_policy_inherits_top_level_keys)
 {
-	ck_assert_int_eq(build("policy: {type: random, power_of_n_choices: 3, decode_policy: "
+	ck_assert_int_eq(build("policy: {power_of_n_choices: 3, decode_policy: "
 			       "round_robin, admission: {max_running_requests: 9, max_kv_tokens: 5}}\n"
 			       "buckets:\n"
 			       "  - id: a\n"
