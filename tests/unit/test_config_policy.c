@@ -609,6 +609,55 @@ START_TEST(test_prefill_and_decode_policy_without_a_pd_bucket_are_refused)
 }
 END_TEST
 
+/* Every dropped or unoffered SGLang-router option of the reference (§1, §4,
+ * §7, §11) is refused by name with the reason and a replacement — never as
+ * an unknown flag. */
+START_TEST(test_dropped_options_are_refused_with_the_reason_and_the_replacement)
+{
+	static const char *const dropped[][2] = {
+		{"--fuse", "prefix_cache=2.0,load_based=0.3"},
+		{"--stable-pair", NULL},
+		{"--cache-threshold", "0.5"},
+		{"--balance-abs-threshold", "32"},
+		{"--balance-rel-threshold", "1.5"},
+		{"--eviction-interval-secs", "60"},
+		{"--max-tree-size", "1000"},
+		{"--prefix-cache-min-share", "0.5"},
+		{"--bucket-config", "b.json"},
+		{"--pd-disaggregation", NULL},
+		{"--prefill", "http://p:1"},
+		{"--decode", "http://d:1"},
+		{"--dp-aware", NULL},
+		{"--service-discovery", NULL},
+		{"--service-discovery-namespace", "ns"},
+		{"--selector", "app=sglang"},
+		{"--prefill-selector", "role=prefill"},
+		{"--decode-selector", "role=decode"},
+		{"--stale-request-timeout-secs", "600"},
+	};
+	for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++) {
+		ck_assert_int_eq(flag(dropped[i][0], dropped[i][1]), SY_EUNSUPPORTED);
+		ck_assert_str_eq(err.key, dropped[i][0]);
+		ck_assert_msg(strstr(err.msg, "unknown") == NULL, "%s", err.msg);
+		ck_assert_msg(strstr(err.msg, "use ") != NULL || strstr(err.msg, "remove it") != NULL,
+			      "%s: no replacement", err.msg);
+	}
+	ck_fails(flag("--fuse", "prefix_cache=2.0"), SY_EUNSUPPORTED,
+		 "--fuse: the fused score is not offered; use --policy cache_aware (prefix "
+		 "affinity with its load guards) or --policy power_of_n");
+	ck_fails(flag("--stable-pair", NULL), SY_EUNSUPPORTED,
+		 "--stable-pair: not needed: session_aware binds each stage of a session per bucket "
+		 "(session_affinity_mode bucket), so its prefill and decode workers stay paired; "
+		 "use --policy session_aware for the prefill and decode groups");
+	/* value-dependent ones (schema hooks) */
+	ck_assert_int_eq(flag("--policy", "fused_score"), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "--policy: not supported; use power_of_n or cache_aware");
+	/* accepted and mapped */
+	ck_assert_int_eq(flag("--termination-grace-secs", "45"), SY_OK);
+	ck_assert_int_eq(cfg.router.shutdown_drain_secs, 45);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("config_policy");
@@ -628,6 +677,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_bucket_is_plain_or_pd);
 	tcase_add_test(tc, test_membership_must_match_the_role);
 	tcase_add_test(tc, test_top_level_only_keys_are_refused_in_groups);
+	tcase_add_test(tc, test_dropped_options_are_refused_with_the_reason_and_the_replacement);
 	tcase_add_test(tc, test_every_schema_key_has_exactly_one_consumer_row);
 	tcase_add_test(tc, test_every_conditional_key_is_refused_where_nothing_reads_it);
 	tcase_add_test(tc, test_cache_aware_flags_without_a_cache_aware_group_are_refused);
