@@ -448,6 +448,7 @@ static const struct sy_cfg_field bucket_fields[] = {
 	SY_CFG_DOUBLE_F(BK, ttft_ms, 0, 1e12, 0),
 	SY_CFG_DOUBLE_F(BK, tokens_per_second, 0, 1e12, 0),
 	SY_CFG_MAP_F(BK, groups, groups_section),
+	SY_CFG_STRLIST_F(BK, models, n_models, SY_CFG_NO_OFF, SY_CONFIG_MAX_MODELS, NULL),
 };
 static const struct sy_cfg_section bucket_section =
 	SY_CFG_SECTION("bucket", BK, offsetof(BK, mark), bucket_fields);
@@ -965,6 +966,8 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		    SY_OK)
 		return rc;
 	if ((rc = finish_buckets(cfg, err)) != SY_OK)
+		return rc;
+	if ((rc = sy_config_check_models(cfg, err)) != SY_OK)
 		return rc;
 	return sy_config_check_consumed(cfg, err);
 

@@ -82,6 +82,7 @@
 #define SY_CONFIG_MAX_BYTES (1u << 20) /* largest configuration file / string */
 #define SY_CONFIG_MAX_WORKERS 1024     /* static fleet entries (workers + worker_urls) */
 #define SY_CONFIG_MAX_BUCKETS 64       /* buckets[] entries */
+#define SY_CONFIG_MAX_MODELS 64        /* buckets[].models entries */
 
 /* Sets every key to its default. `cfg` is overwritten without being freed
  * (pass an uninitialised or freed struct). Returns 0 or SY_ENOMEM (then cfg
@@ -180,6 +181,33 @@ int sy_config_check_consumed(const struct sy_config *cfg, struct sy_config_error
  * router/core/generation.c): *plain when the static fleet has plain
  * workers or none, *pd when it has prefill or decode workers. */
 void sy_config_default_stages(const struct sy_config *cfg, bool *plain, bool *pd);
+
+/* Per-model buckets: whether bucket `b` of `cfg` serves `model` (`len`
+ * bytes): the buckets that name the model in `models` serve it; a model no
+ * bucket names is served by the buckets without `models`. */
+bool sy_config_bucket_serves(const struct sy_config *cfg, const struct sy_config_bucket *b,
+			     const char *model, size_t len);
+
+/* The kind of engines a model is served by: plain, or prefill + decode. */
+enum sy_model_kind {
+	SY_MODEL_ANY = 0,   /* not configured: the first registered workers decide */
+	SY_MODEL_PLAIN = 1,
+	SY_MODEL_PD = 2,
+};
+
+/* The configured kind of `model` after sy_config_finish: PD when a static
+ * worker of the model has role prefill or decode, or when the buckets
+ * serving it are PD; PLAIN when the buckets serving it are plain; else ANY
+ * (a worker's plain role may still be a default that discovery changes). */
+enum sy_model_kind sy_config_model_kind(const struct sy_config *cfg, const char *model);
+
+/* Refuses a configuration that serves one model both plain and prefill +
+ * decode (static workers of both kinds, or buckets of both kinds serving it,
+ * or a prefill/decode worker of a model served by plain buckets), a static
+ * worker whose model no bucket serves, and an explicit group member of a
+ * model its bucket does not serve. Called by sy_config_finish(). Returns 0
+ * or SY_ECONFIG. */
+int sy_config_check_models(const struct sy_config *cfg, struct sy_config_error *err);
 
 /* Releases everything `cfg` owns and zeroes it. Safe on a zeroed struct and
  * after any failure above. */

@@ -515,6 +515,7 @@ static const struct row rows[] = {
 	ALWAYS("bucket", "id", "bucket resolver, x-switchyard-bucket"),
 	ALWAYS("bucket", "rank", "bucket resolver"),
 	ALWAYS("bucket", "max_context_tokens", "bucket resolver"),
+	ALWAYS("bucket", "models", "per-model bucket resolver (sy_config_bucket_serves)"),
 	CHECK("bucket", "ttft_ms", "router.ttft_slo_policy best_effort or slo_first",
 	      check_estimates),
 	CHECK("bucket", "tokens_per_second", "router.tps_slo_policy best_effort or slo_first",

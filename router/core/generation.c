@@ -40,6 +40,9 @@ static void gen_free(struct router_gen *g)
 	for (size_t i = 0; i < g->n_buckets; i++) {
 		struct bucket *b = &g->buckets[i];
 		free(b->id);
+		for (size_t k = 0; k < b->n_models; k++)
+			free(b->models[k]);
+		free(b->models);
 		group_free(&b->plain);
 		group_free(&b->prefill);
 		group_free(&b->decode);
@@ -357,6 +360,22 @@ static int build_group(struct router_gen *gen, struct engine_group *g, enum engi
 
 static uint64_t bound(int64_t v) { return v < 0 ? BUCKET_UNBOUNDED : (uint64_t)v; }
 
+/* Adds `model` to b->models unless it is there. */
+static int add_model(struct bucket *b, const char *model)
+{
+	for (size_t k = 0; k < b->n_models; k++)
+		if (strcmp(b->models[k], model) == 0)
+			return SY_OK;
+	char **grown = realloc(b->models, (b->n_models + 1) * sizeof(char *));
+	if (grown == NULL)
+		return SY_ENOMEM;
+	b->models = grown;
+	if ((b->models[b->n_models] = strdup(model)) == NULL)
+		return SY_ENOMEM;
+	b->n_models++;
+	return SY_OK;
+}
+
 static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const struct sy_config *cfg,
 			struct sy_config_error *err)
 {
@@ -372,6 +391,9 @@ static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const 
 	b->max_context = bound(cb->max_context_tokens);
 	b->ttft_ms = cb->ttft_ms;
 	b->tokens_per_second = cb->tokens_per_second;
+	for (size_t k = 0; k < cb->n_models; k++)
+		if ((rc = add_model(b, cb->models[k])) != SY_OK)
+			return rc;
 	b->pd = cb->groups.plain.mark.line == 0;
 	if (!b->pd) {
 		snprintf(path, sizeof(path), "buckets[%zu].groups.plain", i);
@@ -385,7 +407,10 @@ static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const 
 	return build_group(g, &b->decode, STAGE_DECODE, &cb->groups.decode, cfg, path, err);
 }
 
-/* Catch-all buckets from the flags (gen.h "Default buckets"). */
+/* Default buckets from the flags, per model (generation.h "Default
+ * buckets"): one bucket per kind the static fleet has; with both kinds, the
+ * bucket of model_id's kind serves every model, the other one lists its
+ * models. */
 static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 			  struct sy_config_error *err)
 {
@@ -393,6 +418,7 @@ static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 	int rc;
 
 	sy_config_default_stages(cfg, &plain, &pd);
+	bool main_pd = !plain || sy_config_model_kind(cfg, cfg->model_id) == SY_MODEL_PD;
 	g->buckets = calloc(2, sizeof(struct bucket));
 	if (g->buckets == NULL)
 		return SY_ENOMEM;
@@ -406,6 +432,10 @@ static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 		b->max_input = BUCKET_UNBOUNDED;
 		b->max_context = BUCKET_UNBOUNDED;
 		b->pd = k == 1;
+		for (size_t i = 0; plain && pd && b->pd != main_pd && i < cfg->n_workers; i++)
+			if ((cfg->workers[i].role != SY_ROLE_PLAIN) == b->pd &&
+			    (rc = add_model(b, cfg->workers[i].model)) != SY_OK)
+				return rc;
 		if (!b->pd) {
 			rc = build_group(g, &b->plain, STAGE_PLAIN, NULL, cfg, "policy", err);
 		} else {

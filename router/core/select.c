@@ -120,6 +120,8 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 	}
 
 	struct bucket_signal sig = {
+		.model = req->model.ptr,
+		.model_len = req->model.len,
 		.input_tokens = req->input_tokens,
 		.has_peak = req->has_peak,
 		.expected_peak = req->expected_peak,

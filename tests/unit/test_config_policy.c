@@ -63,6 +63,7 @@ START_TEST(test_full_bucket_file_loads)
 			"policy: {type: power_of_two, admission: {max_running_requests: 4}}\n"
 			"buckets:\n"
 			"  - id: short\n"
+			"    models: [m]\n"
 			"    rank: 10\n"
 			"    limits: {min: 1, max: 4096}\n"
 			"    max_context_tokens: 8192\n"
@@ -79,6 +80,11 @@ START_TEST(test_full_bucket_file_loads)
 	ck_assert_uint_eq(cfg.n_buckets, 3);
 	struct sy_config_bucket *b = &cfg.buckets[0];
 	ck_assert_str_eq(b->id, "short");
+	ck_assert_uint_eq(b->n_models, 1);
+	ck_assert_str_eq(b->models[0], "m");
+	ck_assert_uint_eq(cfg.buckets[1].n_models, 0);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "m"), SY_MODEL_PD);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "other"), SY_MODEL_PLAIN);
 	ck_assert_int_eq(b->rank, 10);
 	ck_assert_int_eq(b->limits.min, 1);
 	ck_assert_int_eq(b->limits.max, 4096);
@@ -658,6 +664,75 @@ START_TEST(test_dropped_options_are_refused_with_the_reason_and_the_replacement)
 }
 END_TEST
 
+/* A model is served plain or prefill + decode, never both (the seed's
+ * registry rejects the mix). */
+START_TEST(test_a_model_mixing_plain_and_pd_is_refused)
+{
+	ck_assert_int_eq(load("workers:\n"
+			      "  - {url: http://a:1}\n"
+			      "  - {url: http://p:1, role: prefill}\n"),
+			 SY_OK);
+	ck_fails(finish(), SY_ECONFIG,
+		 "t.yaml:3:5: workers[1].role: model \"default-model\" mixes plain and "
+		 "prefill/decode workers (\"http://a:1\" and \"http://p:1\"); a model is served "
+		 "plain or prefill + decode: use another model name for one kind, or give every "
+		 "worker of the model the same kind");
+	/* the same engines as two models: accepted */
+	ck_assert_int_eq(run_yaml("workers:\n"
+				  "  - {url: http://a:1}\n"
+				  "  - {url: http://p:1, role: prefill, model: pd}\n"
+				  "  - {url: http://d:1, role: decode, model: pd}\n"),
+			 SY_OK);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "pd"), SY_MODEL_PD);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "default-model"), SY_MODEL_ANY);
+	/* buckets without models of both kinds */
+	ck_assert_int_eq(run_yaml("buckets:\n"
+				  "  - {id: p, groups: {plain: {}}}\n"
+				  "  - {id: d, groups: {prefill: {}, decode: {}}}\n"),
+			 SY_ECONFIG);
+	ck_assert_str_eq(err.key, "buckets[1].models");
+	ck_assert_ptr_nonnull(strstr(err.msg, "use models: [NAME]"));
+	/* one named model in buckets of both kinds */
+	ck_assert_int_eq(run_yaml("buckets:\n"
+				  "  - {id: p, models: [m], groups: {plain: {}}}\n"
+				  "  - {id: d, models: [m], groups: {prefill: {}, decode: {}}}\n"),
+			 SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "t.yaml:3:5: buckets[1].models: model \"m\" is served by plain "
+				  "and prefill + decode buckets (\"p\", \"d\"); a model is served one "
+				  "way: use models: [NAME] to give it buckets of one kind");
+	ck_assert_int_eq(run_yaml("buckets:\n"
+				  "  - {id: p, models: [m], groups: {plain: {}}}\n"
+				  "  - {id: d, models: [n], groups: {prefill: {}, decode: {}}}\n"),
+			 SY_OK);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "m"), SY_MODEL_PLAIN);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "n"), SY_MODEL_PD);
+	ck_assert_int_eq(sy_config_model_kind(&cfg, "o"), SY_MODEL_ANY);
+	/* a PD worker of a model served by plain buckets */
+	ck_assert_int_eq(run_yaml("workers: [{url: http://p:1, role: prefill, model: m}]\n"
+				  "buckets: [{id: p, models: [m], groups: {plain: {}}}]\n"),
+			 SY_ECONFIG);
+	ck_assert_str_eq(err.key, "workers[0].role");
+}
+END_TEST
+
+START_TEST(test_per_model_buckets_cover_the_fleet_and_their_members)
+{
+	ck_assert_int_eq(run_yaml("workers: [{url: http://a:1, model: m}]\n"
+				  "buckets: [{id: x, models: [other], groups: {plain: {}}}]\n"),
+			 SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "t.yaml:1:11: workers[0].model: no bucket serves model \"m\" "
+				  "(of worker \"http://a:1\"); use a bucket with models: [NAME], or one "
+				  "without models");
+	ck_assert_int_eq(run_yaml("workers: [{url: http://a:1, model: m}, {url: http://b:1, model: o}]\n"
+				  "buckets:\n"
+				  "  - {id: x, models: [o], groups: {plain: {worker_ids: [http://a:1]}}}\n"
+				  "  - {id: y, groups: {plain: {}}}\n"),
+			 SY_ECONFIG);
+	ck_assert_str_eq(err.key, "buckets[0].groups.plain.worker_ids[0]");
+	ck_assert_ptr_nonnull(strstr(err.msg, "serves model \"m\", which bucket \"x\" does not"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("config_policy");
@@ -678,6 +753,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_membership_must_match_the_role);
 	tcase_add_test(tc, test_top_level_only_keys_are_refused_in_groups);
 	tcase_add_test(tc, test_dropped_options_are_refused_with_the_reason_and_the_replacement);
+	tcase_add_test(tc, test_a_model_mixing_plain_and_pd_is_refused);
+	tcase_add_test(tc, test_per_model_buckets_cover_the_fleet_and_their_members);
 	tcase_add_test(tc, test_every_schema_key_has_exactly_one_consumer_row);
 	tcase_add_test(tc, test_every_conditional_key_is_refused_where_nothing_reads_it);
 	tcase_add_test(tc, test_cache_aware_flags_without_a_cache_aware_group_are_refused);
