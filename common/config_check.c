@@ -395,9 +395,11 @@ static const struct row rows[] = {
 	ALWAYS("log", "level", "common/log.c in both daemons"),
 	ALWAYS("log", "format", "common/log.c in both daemons"),
 	ALWAYS("state", "shm_path", "the state-plane region of both daemons"),
+	ALWAYS("state", "group", "the state-plane region's owner group (both daemons)"),
 	ALWAYS("worker", "url", "the workers table (worker ID, upstream address)"),
 	ALWAYS("worker", "role", "the workers table and the default buckets"),
 	ALWAYS("worker", "model", "the workers table and the fleet's models"),
+	ALWAYS("worker", "engine", "statebus discovery (sglang /server_info or vLLM)"),
 	CHECK("worker", "bootstrap_port", "a prefill worker", check_bootstrap),
 	ALWAYS("kv_events", "endpoint_host", "statebus KV-event subscription"),
 	ALWAYS("kv_events", "endpoint_port_base", "statebus KV-event subscription"),
@@ -445,6 +447,11 @@ static const struct row rows[] = {
 	ALWAYS("statebus", "replay_timeout_ms", "statebus replay"),
 	ALWAYS("statebus", "heartbeat_interval_ms", "statebus heartbeat"),
 	ALWAYS("statebus", "affinity_sweep_interval_secs", "statebus (or router master) sweep"),
+	ALWAYS("statebus", "metrics_interval_ms", "statebus scrape of vLLM /metrics"),
+	ALWAYS("statebus", "vllm_map_blocks", "statebus vLLM block-id map"),
+	ALWAYS("statebus", "prediction_ttl_ms", "statebus predicted index entries"),
+	ALWAYS("statebus", "prediction_drain_ms", "statebus prediction drain"),
+	ALWAYS("statebus", "prediction_capacity_tokens", "statebus predicted ownership bound"),
 	/* policy: per group */
 	POL("type", "a group without its own type", reads_type, "",
 	    "no group takes it: every group sets its own type, and prefill / decode groups "
