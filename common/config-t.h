@@ -254,6 +254,9 @@ struct sy_config_bucket {
 	double ttft_ms;             /* TTFT estimate, ms; 0 = none */
 	double tokens_per_second;   /* TPS estimate; 0 = none */
 	struct sy_config_groups groups; /* plain, or prefill + decode */
+	char **models;              /* models the bucket serves; none: every model
+				       that no bucket names (sy_config_bucket_serves) */
+	size_t n_models;
 	struct sy_config_mark mark;
 };
 

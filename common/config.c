@@ -448,6 +448,7 @@ static const struct sy_cfg_field bucket_fields[] = {
 	SY_CFG_DOUBLE_F(BK, ttft_ms, 0, 1e12, 0),
 	SY_CFG_DOUBLE_F(BK, tokens_per_second, 0, 1e12, 0),
 	SY_CFG_MAP_F(BK, groups, groups_section),
+	SY_CFG_STRLIST_F(BK, models, n_models, SY_CFG_NO_OFF, SY_CONFIG_MAX_MODELS, NULL),
 };
 static const struct sy_cfg_section bucket_section =
 	SY_CFG_SECTION("bucket", BK, offsetof(BK, mark), bucket_fields);
@@ -687,18 +688,13 @@ static int flag_fleet(struct sy_config *cfg, struct sy_config_error *err)
 
 /* ---- finish: policy section and buckets ----------------------------------- */
 
-/* Legacy --filter overloaded --max-in-flight N → admission cap (§11). */
+/* Legacy --filter overloaded --max-in-flight N → admission cap (§11); the
+ * two without each other are refused by sy_config_check_consumed(). */
 static int finish_policy(struct sy_config *cfg, struct sy_config_error *err)
 {
 	struct sy_config_policy *p = &cfg->policy;
 
-	if (p->max_in_flight > 0) {
-		if (p->filter == NULL) {
-			sy_cfg_error(err, SY_ECONFIG, cfg->source, p->mark, "policy.max_in_flight",
-				     "needs filter overloaded (--filter overloaded), or use "
-				     "max_inflight_requests (--max-inflight-requests)");
-			return SY_ECONFIG;
-		}
+	if (p->max_in_flight > 0 && p->filter != NULL) {
 		int64_t *cap = &p->admission.max_inflight_requests;
 		if (*cap >= 0 && *cap != p->max_in_flight) {
 			sy_cfg_error(err, SY_ECONFIG, cfg->source, p->mark, "policy.max_in_flight",
@@ -730,25 +726,6 @@ static const char *group_type(const struct sy_config *cfg, const struct sy_confi
 	return top->type ? top->type : "power_of_n";
 }
 
-/* The first cache_aware-only key set in `p`, or NULL. */
-static const char *cache_key_set(const struct sy_config_policy *p)
-{
-	return p->cache_affinity_min_matched_tokens >= 0   ? "cache_affinity_min_matched_tokens"
-	       : p->cache_affinity_min_match_ratio >= 0    ? "cache_affinity_min_match_ratio"
-	       : p->cache_candidate_min_workers >= 0       ? "cache_candidate_min_workers"
-	       : p->cache_candidate_ratio >= 0             ? "cache_candidate_ratio"
-	       : p->cache_candidate_max_workers >= 0       ? "cache_candidate_max_workers"
-	       : p->cache_switch_margin_tokens >= 0        ? "cache_switch_margin_tokens"
-	       : p->worker_queue_limit >= 0                ? "worker_queue_limit"
-	       : p->saturation_queue_floor >= 0            ? "saturation_queue_floor"
-	       : p->min_load_choices >= 0                  ? "min_load_choices"
-	       : p->cache_prefix_provider != NULL          ? "cache_prefix_provider"
-	       : p->kv_indexer_endpoint != NULL            ? "kv_indexer_endpoint"
-	       : p->kv_indexer_timeout_ms >= 0             ? "kv_indexer_timeout_ms"
-	       : p->kv_indexer_max_inflight >= 0           ? "kv_indexer_max_inflight"
-							   : NULL;
-}
-
 /* Cross-field checks of the cache_aware keys of one policy block (`own`
  * NULL: the top level alone) at `path` ("policy" or "buckets[i].groups.x"),
  * over the values the group will run with (own, else top-level). */
@@ -771,12 +748,8 @@ static int check_cache_policy(const struct sy_config *cfg, const struct sy_confi
 			     "nothing); use power_of_n");
 		return SY_ECONFIG;
 	}
-	if (own != NULL && !cache && (k = cache_key_set(own)) != NULL) {
-		snprintf(key, sizeof(key), "%.200s.policy.%s", path, k);
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, key,
-			     "only read by the cache_aware policy; this group runs %s", type);
-		return SY_ECONFIG;
-	}
+	if (own != NULL && !cache)
+		return SY_OK; /* its cache keys are refused by sy_config_check_consumed() */
 	int64_t limit = eff_i(o->worker_queue_limit, top->worker_queue_limit);
 	int64_t floor = eff_i(o->saturation_queue_floor, top->saturation_queue_floor);
 	int64_t lo = eff_i(o->cache_candidate_min_workers, top->cache_candidate_min_workers);
@@ -791,7 +764,8 @@ static int check_cache_policy(const struct sy_config *cfg, const struct sy_confi
 	if (floor >= 0 && limit < 0)
 		k = "saturation_queue_floor", snprintf(key, sizeof(key), "needs worker_queue_limit "
 						       "(--worker-queue-limit): the floor only "
-						       "applies under the soft queue gate");
+						       "applies under the soft queue gate; use both, or "
+						       "remove it");
 	else if (floor >= 0 && floor > limit)
 		k = "saturation_queue_floor",
 		snprintf(key, sizeof(key), "%lld is above worker_queue_limit %lld (1 <= floor <= limit)",
@@ -809,7 +783,8 @@ static int check_cache_policy(const struct sy_config *cfg, const struct sy_confi
 						    "required with cache_prefix_provider indexer");
 	else if (ep != NULL && (prov == NULL || strcmp(prov, "indexer") != 0))
 		k = "kv_indexer_endpoint", snprintf(key, sizeof(key),
-						    "only read with cache_prefix_provider indexer");
+						    "only read with cache_prefix_provider indexer; use "
+						    "--cache-prefix-provider indexer, or remove it");
 	else
 		return SY_OK;
 	char full[256];
@@ -990,7 +965,11 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 	    (rc = check_cache_policy(cfg, NULL, SY_ROLE_DECODE, "policy", cfg->policy.mark, err)) !=
 		    SY_OK)
 		return rc;
-	return finish_buckets(cfg, err);
+	if ((rc = finish_buckets(cfg, err)) != SY_OK)
+		return rc;
+	if ((rc = sy_config_check_models(cfg, err)) != SY_OK)
+		return rc;
+	return sy_config_check_consumed(cfg, err);
 
 nomem:
 	sy_cfg_error(err, SY_ENOMEM, NULL, none, NULL, "out of memory");

@@ -74,6 +74,7 @@
 #ifndef SY_COMMON_CONFIG_H
 #define SY_COMMON_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/config-t.h"
@@ -81,6 +82,7 @@
 #define SY_CONFIG_MAX_BYTES (1u << 20) /* largest configuration file / string */
 #define SY_CONFIG_MAX_WORKERS 1024     /* static fleet entries (workers + worker_urls) */
 #define SY_CONFIG_MAX_BUCKETS 64       /* buckets[] entries */
+#define SY_CONFIG_MAX_MODELS 64        /* buckets[].models entries */
 
 /* Sets every key to its default. `cfg` is overwritten without being freed
  * (pass an uninitialised or freed struct). Returns 0 or SY_ENOMEM (then cfg
@@ -135,14 +137,77 @@ int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char 
  * with one ID (the message gives both lines), tokenizer.kind hf needs
  * tokenizer.path, query_endpoint differs from control_endpoint; the policy
  * section (legacy --filter overloaded --max-in-flight N → admission
- * max_inflight_requests = N; max_in_flight without filter overloaded is an
- * error; top-level-only keys refused inside groups) and buckets (unique IDs,
+ * max_inflight_requests = N; either without the other is an error;
+ * top-level-only keys refused inside groups) and buckets (unique IDs,
  * limits.min ≤ limits.max, max_context_tokens ≥ limits.min, each bucket
  * exactly plain or prefill + decode, no duplicate worker IDs in a group, a
- * configured worker only in groups of its role). Calling it
+ * configured worker only in groups of its role); last, settings that nothing
+ * the configuration builds would read are refused (sy_config_check_consumed).
+ * Calling it
  * again (e.g. after a later flag) keeps the fleet built by the first call.
  * Returns 0, SY_ECONFIG or SY_ENOMEM. */
 int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err);
+
+/* Who reads a key (common/config_check.c): */
+enum sy_config_use {
+	SY_CONFIG_USE_ALWAYS = 0, /* read whatever else is configured */
+	SY_CONFIG_USE_NOOP = 1,   /* accepted for compatibility, without effect */
+	SY_CONFIG_USE_WHEN = 2,   /* read in some combinations; refused outside them */
+};
+
+/* One row of the consumer table: the leaf key `key` of the schema section
+ * named `section` (struct sy_cfg_section.name: "policy", "router", ...),
+ * how it is used and `reader` — the module that reads it (ALWAYS), why it
+ * has no effect (NOOP) or the combination that reads it (WHEN). Static. */
+struct sy_config_consumer {
+	const char *section;
+	const char *key;
+	enum sy_config_use use;
+	const char *reader;
+};
+
+/* Row i of the consumer table, or NULL past its end. */
+const struct sy_config_consumer *sy_config_consumer(size_t i);
+
+/* Refuses a setting that nothing the configuration builds would read (the
+ * WHEN rows of the consumer table): a key with a value other than its
+ * default outside the combinations that read it fails with the key, the
+ * reason and what to use instead, e.g. "policy.worker_queue_limit: only
+ * read by cache_aware groups ...". Called by sy_config_finish(). Returns 0
+ * or SY_ECONFIG. */
+int sy_config_check_consumed(const struct sy_config *cfg, struct sy_config_error *err);
+
+/* The stages of the default buckets built without `buckets` (the rule of
+ * router/core/generation.c): *plain when the static fleet has plain
+ * workers or none, *pd when it has prefill or decode workers. */
+void sy_config_default_stages(const struct sy_config *cfg, bool *plain, bool *pd);
+
+/* Per-model buckets: whether bucket `b` of `cfg` serves `model` (`len`
+ * bytes): the buckets that name the model in `models` serve it; a model no
+ * bucket names is served by the buckets without `models`. */
+bool sy_config_bucket_serves(const struct sy_config *cfg, const struct sy_config_bucket *b,
+			     const char *model, size_t len);
+
+/* The kind of engines a model is served by: plain, or prefill + decode. */
+enum sy_model_kind {
+	SY_MODEL_ANY = 0,   /* not configured: the first registered workers decide */
+	SY_MODEL_PLAIN = 1,
+	SY_MODEL_PD = 2,
+};
+
+/* The configured kind of `model` after sy_config_finish: PD when a static
+ * worker of the model has role prefill or decode, or when the buckets
+ * serving it are PD; PLAIN when the buckets serving it are plain; else ANY
+ * (a worker's plain role may still be a default that discovery changes). */
+enum sy_model_kind sy_config_model_kind(const struct sy_config *cfg, const char *model);
+
+/* Refuses a configuration that serves one model both plain and prefill +
+ * decode (static workers of both kinds, or buckets of both kinds serving it,
+ * or a prefill/decode worker of a model served by plain buckets), a static
+ * worker whose model no bucket serves, and an explicit group member of a
+ * model its bucket does not serve. Called by sy_config_finish(). Returns 0
+ * or SY_ECONFIG. */
+int sy_config_check_models(const struct sy_config *cfg, struct sy_config_error *err);
 
 /* Releases everything `cfg` owns and zeroes it. Safe on a zeroed struct and
  * after any failure above. */

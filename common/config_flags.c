@@ -34,6 +34,7 @@ static const struct flag_alias settled[] = {
 	{"--log-format", "log.format"},
 	{"--worker-urls", "worker_urls"}, /* multi-valued; builds workers[] (finish) */
 	{"--model-id", "model_id"},
+	{"--termination-grace-secs", "router.shutdown_drain_secs"}, /* SGLang's other name */
 	{NULL, NULL},
 };
 
@@ -82,8 +83,9 @@ static const struct flag_alias admission[] = {
 	{NULL, NULL},
 };
 
-/* Legacy SGLang-router options that are refused by name, with the
- * replacement (reference/policy-defaults.md §11). Value-dependent ones
+/* SGLang-router options that are refused by name, with the reason and the
+ * replacement: the dropped legacy options of reference/policy-defaults.md
+ * §11, and the §1, §4 and §7 options switchyard does not offer. Value-dependent ones
  * (--policy cache_aware_zmq, --filter prefix_cache, --affinity-mode soft,
  * --decode-policy legacy_host_affinity) are refused by the schema hooks. */
 static const struct flag_alias legacy[] = {
@@ -92,14 +94,38 @@ static const struct flag_alias legacy[] = {
 	{"--balance-abs-threshold", "removed; use the pressure guard and --worker-queue-limit"},
 	{"--balance-rel-threshold", "removed; use the pressure guard and --worker-queue-limit"},
 	{"--eviction-interval-secs", "removed; the index is bounded by engine removals and "
-				     "the statebus arena"},
+				     "the statebus arena, nothing replaces it: remove it"},
 	{"--max-tree-size", "removed; the index is bounded by engine removals and the "
-			    "statebus arena"},
+			    "statebus arena, nothing replaces it: remove it"},
 	{"--prefix-cache-min-share", "dropped; use the cache-aware candidate thresholds"},
 	{"--bucket-config", "legacy static buckets are not accepted; use `buckets` in the "
 			    "configuration file"},
-	{"--pd-disaggregation", "roles and bootstrap ports come from /server_info or the "
-				"workers[] entries (role, bootstrap_port)"},
+	{"--pd-disaggregation", "roles and bootstrap ports come from /server_info; use "
+				"workers[] entries (role, bootstrap_port) or --worker-urls"},
+	{"--prefill", "roles and bootstrap ports come from /server_info; use workers[] entries "
+		      "with role prefill and bootstrap_port, or --worker-urls"},
+	{"--decode", "roles come from /server_info; use workers[] entries with role decode, or "
+		     "--worker-urls"},
+	{"--fuse", "the fused score is not offered; use --policy cache_aware (prefix affinity "
+		   "with its load guards) or --policy power_of_n"},
+	{"--stable-pair", "not needed: session_aware binds each stage of a session per bucket "
+			  "(session_affinity_mode bucket), so its prefill and decode workers stay "
+			  "paired; use --policy session_aware for the prefill and decode groups"},
+	{"--dp-aware", "not supported: the router picks a worker and the engine its DP rank; use "
+		       "one workers[] entry per engine (kv_events.dp_size for its ranks)"},
+	{"--service-discovery", "Kubernetes discovery is not supported; use workers[] or "
+				"--worker-urls, or add workers at run time with syctl (statebus "
+				"control socket)"},
+	{"--service-discovery-namespace", "Kubernetes discovery is not supported; use workers[] "
+					  "or --worker-urls"},
+	{"--selector", "Kubernetes discovery is not supported; use workers[] or --worker-urls"},
+	{"--prefill-selector", "Kubernetes discovery is not supported; use workers[] entries "
+			       "with role prefill"},
+	{"--decode-selector", "Kubernetes discovery is not supported; use workers[] entries "
+			      "with role decode"},
+	{"--stale-request-timeout-secs", "no stale-request janitor: a request ends at "
+					 "--request-timeout-secs (streams: "
+					 "--stream-idle-timeout-secs); use those"},
 	{NULL, NULL},
 };
 
@@ -216,7 +242,7 @@ int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char 
 			 const char *value, struct sy_config_error *err)
 {
 	static const struct sy_config_mark none = {0, 0};
-	char name[FLAG_MAX], key[192], why[256];
+	char name[FLAG_MAX], key[384], why[256];
 	const char *eq;
 
 	if (err != NULL)

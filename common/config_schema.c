@@ -127,6 +127,34 @@ void sy_cfg_free(const struct sy_cfg_section *sec, void *obj)
 	}
 }
 
+bool sy_cfg_is_set(const struct sy_cfg_field *f, const void *obj)
+{
+	const char *p = (const char *)obj + f->off;
+	const char *s;
+
+	switch (f->type) {
+	case SY_CFG_STR:
+		s = *(char *const *)(const void *)p;
+		return s != NULL && (f->def_s == NULL || strcmp(s, f->def_s) != 0);
+	case SY_CFG_BOOL:
+		return *(const bool *)(const void *)p != (f->def_i != 0);
+	case SY_CFG_INT:
+	case SY_CFG_ENUM:
+		return (f->width == sizeof(int64_t) ? *(const int64_t *)(const void *)p
+						    : (int64_t) * (const int *)(const void *)p) != f->def_i;
+	case SY_CFG_U64:
+		return *(const uint64_t *)(const void *)p != f->def_u;
+	case SY_CFG_DOUBLE:
+		return *(const double *)(const void *)p != f->def_d;
+	case SY_CFG_STRLIST:
+		return *(const size_t *)(const void *)((const char *)obj + f->count_off) > 0;
+	case SY_CFG_MAP:
+	case SY_CFG_SEQ:
+		break;
+	}
+	return false;
+}
+
 const struct sy_cfg_field *sy_cfg_find(const struct sy_cfg_section *sec, const char *key,
 				       size_t len)
 {

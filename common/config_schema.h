@@ -131,6 +131,11 @@ void sy_cfg_free(const struct sy_cfg_section *sec, void *obj);
 /* Releases the items of a SEQ / STRLIST field of `obj`; the count becomes 0. */
 void sy_cfg_clear_list(const struct sy_cfg_field *f, void *obj);
 
+/* True when scalar / list field `f` of `obj` holds something other than its
+ * default: a string (non-NULL, or different from def_s), a number or enum
+ * other than the default, a non-empty list. MAP and SEQ fields: false. */
+bool sy_cfg_is_set(const struct sy_cfg_field *f, const void *obj);
+
 /* The field of `sec` named by the `len` bytes at `key`, or NULL. */
 const struct sy_cfg_field *sy_cfg_find(const struct sy_cfg_section *sec, const char *key,
 				       size_t len);

@@ -42,6 +42,14 @@ static uint64_t capacity(const struct bucket *b)
 	return b->max_input < b->max_context ? b->max_input : b->max_context;
 }
 
+static bool lists_model(const struct bucket *b, const char *model, size_t len)
+{
+	for (size_t i = 0; i < b->n_models; i++)
+		if (strlen(b->models[i]) == len && memcmp(b->models[i], model, len) == 0)
+			return true;
+	return false;
+}
+
 /* Sort key order: (penalty, capacity with unbounded last, rank, id). */
 static int cmp_order(const struct bucket *a, unsigned pa, const struct bucket *b, unsigned pb)
 {
@@ -84,8 +92,14 @@ enum pick_outcome bucket_resolver_resolve(const struct bucket_resolver *r,
 	}
 
 	uint64_t need = sig->has_peak ? sig->expected_peak : sig->input_tokens;
+	bool named = false;
+	for (size_t i = 0; sig->model != NULL && i < r->n && !named; i++)
+		named = lists_model(&r->buckets[i], sig->model, sig->model_len);
 	for (size_t i = 0; i < r->n && n < cap; i++) {
 		struct bucket *b = &r->buckets[i];
+		if (sig->model != NULL &&
+		    (named ? !lists_model(b, sig->model, sig->model_len) : b->n_models > 0))
+			continue;
 		if (sig->input_tokens < b->min_input || sig->input_tokens > b->max_input ||
 		    need > b->max_context)
 			continue;

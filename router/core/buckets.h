@@ -9,10 +9,12 @@
  * Buckets and groups are built by router_gen_build() (router/core/generation.h) and live
  * in a generation; groups hold mutable policy state (process-local).
  *
- * Resolution (bucket_resolver_resolve):
+ * Resolution (bucket_resolver_resolve), per model — the buckets that name
+ * the request's model in `models`, or, when none names it, the buckets
+ * without `models`:
  *   1. peak < input → PICK_INVALID_SIGNAL;
- *   2. keep buckets with min ≤ input ≤ max and (peak, or input without one)
- *      ≤ max_context_tokens;
+ *   2. keep the model's buckets with min ≤ input ≤ max and (peak, or input
+ *      without one) ≤ max_context_tokens;
  *   3. SLO penalties when enabled: SLO_FIRST penalises a bucket that does not
  *      meet the target, SLO_BEST_EFFORT one that does (TTFT met: 0 < estimate
  *      ≤ target; TPS met: finite estimate > 0 and ≥ target; no estimate = not
@@ -64,6 +66,9 @@ struct bucket {
 	double ttft_ms;            /* estimate, ms; 0 = none */
 	double tokens_per_second;  /* estimate; 0 = none */
 	bool pd;
+	char **models;             /* models served; none: every model no bucket
+				      of the resolver names (per-model resolution) */
+	size_t n_models;
 	struct engine_group plain;
 	struct engine_group prefill;
 	struct engine_group decode;
@@ -71,6 +76,9 @@ struct bucket {
 
 /* What the resolver reads from a request. */
 struct bucket_signal {
+	const char *model;   /* the request's model (model_len bytes); NULL:
+				every bucket, whatever its models */
+	size_t model_len;
 	uint64_t input_tokens;
 	bool has_peak;
 	uint64_t expected_peak;

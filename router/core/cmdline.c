@@ -88,6 +88,11 @@ int router_config_from_args(int argc, char **argv, struct sy_config *cfg, int *c
 			if (rc != SY_OK)
 				return rc;
 		} else {
+			char key[384];
+			/* a refused option is named with its replacement, whatever it takes */
+			if (nvals > 1 && sy_config_flag_to_key("router", a, key, sizeof(key)) ==
+						 SY_EUNSUPPORTED)
+				nvals = 1;
 			if (nvals > 1) {
 				snprintf(err, errcap, "%s: takes one value, got %d", a, nvals);
 				return SY_ECONFIG;

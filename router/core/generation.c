@@ -1,4 +1,4 @@
-/* gen.c — configuration generations (gen.h): build from a finished
+/* generation.c — configuration generations (generation.h): build from a finished
  * sy_config, reference counting, and freeing.
  *
  * Policy resolution for each group (reference/policy-defaults.md §1, §6,
@@ -8,10 +8,10 @@
  * and finally to power_of_n (the reorg default, also for decode). N comes
  * from power_of_n_choices (default 2; power_of_two forces 2). Admission caps
  * are inherited one by one. session_aware and sticky also take
- * sticky_fallback / affinity_idle_timeout_secs (inherited the same way);
- * these keys on a group of another policy, or at the top level when no
- * group uses them, are refused. Kinds selection cannot run yet stop the
- * build with a message naming the key.
+ * sticky_fallback / affinity_idle_timeout_secs (inherited the same way).
+ * A key no group reads was refused by sy_config_finish
+ * (sy_config_check_consumed); kinds selection cannot run stop the build
+ * with a message naming the key.
  */
 #include "router/core/generation.h"
 #include "router/policies/cache/cache_aware.h"
@@ -40,6 +40,9 @@ static void gen_free(struct router_gen *g)
 	for (size_t i = 0; i < g->n_buckets; i++) {
 		struct bucket *b = &g->buckets[i];
 		free(b->id);
+		for (size_t k = 0; k < b->n_models; k++)
+			free(b->models[k]);
+		free(b->models);
 		group_free(&b->plain);
 		group_free(&b->prefill);
 		group_free(&b->decode);
@@ -142,8 +145,8 @@ static int cmp_str(const void *a, const void *b)
 static int64_t cap_of(int64_t group, int64_t top) { return group >= 0 ? group : top; }
 
 /* Affinity options of a session_aware / sticky group (policy.h
- * policy_set_affinity), inherited key by key from the top-level policy;
- * a group that sets them without such a policy is refused. */
+ * policy_set_affinity), inherited key by key from the top-level policy
+ * (the same keys on other groups are refused by sy_config_check_consumed). */
 static int build_affinity(struct engine_group *g, enum policy_kind kind, uint32_t n,
 			  const struct sy_config_policy *own, const struct sy_config *cfg,
 			  const char *path, struct sy_config_mark mark, struct sy_config_error *err)
@@ -152,20 +155,6 @@ static int build_affinity(struct engine_group *g, enum policy_kind kind, uint32_
 	bool affinity = kind == POLICY_SESSION_AWARE || kind == POLICY_STICKY;
 	char keybuf[192];
 
-	if (own != NULL && own->sticky_fallback != NULL && kind != POLICY_STICKY) {
-		snprintf(keybuf, sizeof(keybuf), "%.150s.policy.sticky_fallback", path);
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
-			     "only valid with policy sticky (this group runs %s)",
-			     policy_kind_name(kind));
-		return SY_ECONFIG;
-	}
-	if (own != NULL && own->affinity_idle_timeout_secs > 0 && !affinity) {
-		snprintf(keybuf, sizeof(keybuf), "%.150s.policy.affinity_idle_timeout_secs", path);
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
-			     "only valid with policy session_aware or sticky (this group runs %s)",
-			     policy_kind_name(kind));
-		return SY_ECONFIG;
-	}
 	if (!affinity)
 		return SY_OK;
 	const char *fb = own != NULL && own->sticky_fallback ? own->sticky_fallback
@@ -184,79 +173,6 @@ static int build_affinity(struct engine_group *g, enum policy_kind kind, uint32_
 	if (rc != SY_OK) {
 		snprintf(keybuf, sizeof(keybuf), "%.150s.policy.sticky_fallback", path);
 		sy_cfg_error(err, SY_ECONFIG, cfg->source, mark, keybuf, "%s", why);
-		return SY_ECONFIG;
-	}
-	return SY_OK;
-}
-
-/* The first pressure-guard key set in `p`, or NULL. */
-static const char *pressure_key_set(const struct sy_config_policy *p)
-{
-	return p->disable_pressure_guard		? "disable_pressure_guard"
-	       : p->pressure_abs_threshold_tokens >= 0 ? "pressure_abs_threshold_tokens"
-	       : p->pressure_abs_threshold_ms >= 0     ? "pressure_abs_threshold_ms"
-	       : p->pressure_rel_threshold >= 0	? "pressure_rel_threshold"
-							: NULL;
-}
-
-/* Pressure-guard keys on a group that does not run cache_aware are refused:
- * the guard is part of cache_aware's winner selection (reference §2 step 5);
- * session_aware, sticky and the load policies never read it. */
-static int check_group_pressure(enum policy_kind kind, const struct sy_config_policy *own,
-				const struct sy_config *cfg, const char *path,
-				struct sy_config_mark mark, struct sy_config_error *err)
-{
-	const char *k;
-	if (own == NULL || kind == POLICY_CACHE_AWARE || (k = pressure_key_set(own)) == NULL)
-		return SY_OK;
-	char keybuf[192];
-	snprintf(keybuf, sizeof(keybuf), "%.150s.policy.%s", path, k);
-	sy_cfg_error(err, SY_ECONFIG, cfg->source, own->mark.line ? own->mark : mark, keybuf,
-		     "the pressure guard applies to cache_aware only (this group runs %s)",
-		     policy_kind_name(kind));
-	return SY_ECONFIG;
-}
-
-/* Top-level pressure-guard keys need a cache_aware group to read them. */
-static int check_pressure_used(const struct router_gen *g, const struct sy_config *cfg,
-			       struct sy_config_error *err)
-{
-	const char *k = pressure_key_set(&cfg->policy);
-	if (k == NULL || g->has_cache_policy)
-		return SY_OK;
-	char keybuf[64];
-	snprintf(keybuf, sizeof(keybuf), "policy.%s", k);
-	sy_cfg_error(err, SY_ECONFIG, cfg->source, cfg->policy.mark, keybuf,
-		     "the pressure guard applies to cache_aware only (no group runs cache_aware)");
-	return SY_ECONFIG;
-}
-
-/* Top-level affinity keys must be used by some group. */
-static int check_affinity_used(const struct router_gen *g, const struct sy_config *cfg,
-			       struct sy_config_error *err)
-{
-	bool sticky = false, affinity = false;
-	for (size_t i = 0; i < g->n_buckets; i++) {
-		const struct bucket *b = &g->buckets[i];
-		const struct engine_group *gs[3] = {&b->plain, &b->prefill, &b->decode};
-		for (int k = 0; k < 3; k++) {
-			if (gs[k]->policy.ops == NULL)
-				continue;
-			sticky |= gs[k]->policy.kind == POLICY_STICKY;
-			affinity |= gs[k]->policy.kind == POLICY_STICKY ||
-				    gs[k]->policy.kind == POLICY_SESSION_AWARE;
-		}
-	}
-	const struct sy_config_policy *top = &cfg->policy;
-	if (top->sticky_fallback != NULL && !sticky) {
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, top->mark, "policy.sticky_fallback",
-			     "no group runs policy sticky");
-		return SY_ECONFIG;
-	}
-	if (top->affinity_idle_timeout_secs > 0 && !affinity) {
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, top->mark,
-			     "policy.affinity_idle_timeout_secs",
-			     "no group runs policy session_aware or sticky");
 		return SY_ECONFIG;
 	}
 	return SY_OK;
@@ -426,8 +342,6 @@ static int build_group(struct router_gen *gen, struct engine_group *g, enum engi
 	}
 	if ((rc = build_affinity(g, kind, n, own, cfg, path, mark, err)) != SY_OK)
 		return rc;
-	if ((rc = check_group_pressure(kind, own, cfg, path, mark, err)) != SY_OK)
-		return rc;
 
 	g->all_workers = cg == NULL || !cg->worker_ids_given;
 	if (!g->all_workers && cg->n_worker_ids > 0) {
@@ -446,6 +360,22 @@ static int build_group(struct router_gen *gen, struct engine_group *g, enum engi
 
 static uint64_t bound(int64_t v) { return v < 0 ? BUCKET_UNBOUNDED : (uint64_t)v; }
 
+/* Adds `model` to b->models unless it is there. */
+static int add_model(struct bucket *b, const char *model)
+{
+	for (size_t k = 0; k < b->n_models; k++)
+		if (strcmp(b->models[k], model) == 0)
+			return SY_OK;
+	char **grown = realloc(b->models, (b->n_models + 1) * sizeof(char *));
+	if (grown == NULL)
+		return SY_ENOMEM;
+	b->models = grown;
+	if ((b->models[b->n_models] = strdup(model)) == NULL)
+		return SY_ENOMEM;
+	b->n_models++;
+	return SY_OK;
+}
+
 static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const struct sy_config *cfg,
 			struct sy_config_error *err)
 {
@@ -461,6 +391,9 @@ static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const 
 	b->max_context = bound(cb->max_context_tokens);
 	b->ttft_ms = cb->ttft_ms;
 	b->tokens_per_second = cb->tokens_per_second;
+	for (size_t k = 0; k < cb->n_models; k++)
+		if ((rc = add_model(b, cb->models[k])) != SY_OK)
+			return rc;
 	b->pd = cb->groups.plain.mark.line == 0;
 	if (!b->pd) {
 		snprintf(path, sizeof(path), "buckets[%zu].groups.plain", i);
@@ -474,19 +407,18 @@ static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const 
 	return build_group(g, &b->decode, STAGE_DECODE, &cb->groups.decode, cfg, path, err);
 }
 
-/* Catch-all buckets from the flags (gen.h "Default buckets"). */
+/* Default buckets from the flags, per model (generation.h "Default
+ * buckets"): one bucket per kind the static fleet has; with both kinds, the
+ * bucket of model_id's kind serves every model, the other one lists its
+ * models. */
 static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 			  struct sy_config_error *err)
 {
-	bool plain = cfg->n_workers == 0, pd = false;
+	bool plain, pd;
 	int rc;
 
-	for (size_t i = 0; i < cfg->n_workers; i++) {
-		if (cfg->workers[i].role == SY_ROLE_PLAIN)
-			plain = true;
-		else
-			pd = true;
-	}
+	sy_config_default_stages(cfg, &plain, &pd);
+	bool main_pd = !plain || sy_config_model_kind(cfg, cfg->model_id) == SY_MODEL_PD;
 	g->buckets = calloc(2, sizeof(struct bucket));
 	if (g->buckets == NULL)
 		return SY_ENOMEM;
@@ -500,6 +432,10 @@ static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 		b->max_input = BUCKET_UNBOUNDED;
 		b->max_context = BUCKET_UNBOUNDED;
 		b->pd = k == 1;
+		for (size_t i = 0; plain && pd && b->pd != main_pd && i < cfg->n_workers; i++)
+			if ((cfg->workers[i].role != SY_ROLE_PLAIN) == b->pd &&
+			    (rc = add_model(b, cfg->workers[i].model)) != SY_OK)
+				return rc;
 		if (!b->pd) {
 			rc = build_group(g, &b->plain, STAGE_PLAIN, NULL, cfg, "policy", err);
 		} else {
@@ -555,10 +491,6 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 				return rc;
 		}
 	}
-	if ((rc = check_affinity_used(g, cfg, err)) != SY_OK)
-		return rc;
-	if ((rc = check_pressure_used(g, cfg, err)) != SY_OK)
-		return rc;
 	if ((g->order = calloc(g->n_buckets ? g->n_buckets : 1, sizeof(*g->order))) == NULL)
 		return SY_ENOMEM;
 

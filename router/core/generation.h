@@ -22,13 +22,16 @@
  * Random draws use a per-process generator reseeded after fork()
  * (router_rng_*, policy.h). Not thread-safe: one event loop per process.
  *
- * Default buckets: without `buckets` in the configuration, a catch-all
- * bucket (limits unbounded, context unbounded, rank 0) is built from the
- * top-level policy (`--policy`, `--power-of-n-choices`, admission flags):
- * "default" with a plain group when the static fleet has plain workers or
- * none at all, and "default-pd" (prefill: policy.prefill_policy or
- * policy.type; decode: policy.decode_policy, default power_of_n) when it has
- * prefill or decode workers.
+ * Default buckets: without `buckets` in the configuration, catch-all
+ * buckets (limits unbounded, context unbounded, rank 0) are built from the
+ * top-level policy (`--policy`, `--power-of-n-choices`, admission flags),
+ * per model: "default" with a plain group when the static fleet has plain
+ * workers or none at all, and "default-pd" (prefill: policy.prefill_policy
+ * or policy.type; decode: policy.decode_policy, default power_of_n) when it
+ * has prefill or decode workers. With both, the bucket of model_id's kind
+ * serves every model and the other lists the models of its workers (a
+ * model is one kind: sy_config_check_models), so a request resolves only
+ * over its model's bucket.
  */
 #ifndef SY_ROUTER_GEN_H
 #define SY_ROUTER_GEN_H

@@ -106,6 +106,8 @@ int router_select_begin(struct router_gen *g, struct statebus_region *r,
 	}
 
 	struct bucket_signal sig = {
+		.model = req->model.ptr,
+		.model_len = req->model.len,
 		.input_tokens = req->input_tokens,
 		.has_peak = req->has_peak,
 		.expected_peak = req->expected_peak,

@@ -394,6 +394,46 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 	oracle(d, w);
 }
 
+/* A model is served plain or prefill + decode (common/config_models.c): a
+ * worker whose role conflicts with its model's configured kind, or with the
+ * kind of the model's workers discovered before it, is refused. Writes the
+ * reason to `why`. */
+static bool role_conflicts(const struct sbd *d, const struct sbd_worker *w, char *why, size_t cap)
+{
+	bool pd = w->rec.role != STATEBUS_WORKER_PLAIN;
+	enum sy_model_kind k = sy_config_model_kind(&d->cfg, w->rec.model);
+	if (k != SY_MODEL_ANY && (k == SY_MODEL_PD) != pd) {
+		snprintf(why, cap, "model \"%.60s\" is configured %s", w->rec.model,
+			 k == SY_MODEL_PD ? "prefill + decode" : "plain");
+		return true;
+	}
+	for (uint32_t s = 0; s < d->n_slots; s++) {
+		const struct sbd_worker *y = &d->w[s];
+		if (!y->used || y == w || y->disc != SBD_DISC_DONE ||
+		    strcmp(y->rec.model, w->rec.model) != 0 ||
+		    (y->rec.role != STATEBUS_WORKER_PLAIN) == pd)
+			continue;
+		snprintf(why, cap, "model \"%.40s\" is served %s by %.60s", w->rec.model,
+			 pd ? "plain" : "prefill + decode", y->rec.id);
+		return true;
+	}
+	return false;
+}
+
+/* Refuses w when role_conflicts(): logged, counted, removed. */
+static bool refuse_conflict(struct sbd *d, struct sbd_worker *w)
+{
+	char why[160];
+	if (!role_conflicts(d, w, why, sizeof(why)))
+		return false;
+	statebus_counter_add(d->r, STATEBUS_CTR_WORKER_ROLE_CONFLICTS, 1);
+	sy_error("worker %s: refused: it is %s but %s; a model is served plain or "
+		 "prefill + decode, never both",
+		 w->rec.id, w->rec.role == 1 ? "prefill" : w->rec.role == 2 ? "decode" : "plain", why);
+	sbd_fleet_remove(d, w->slot);
+	return true;
+}
+
 /* Discovery of w failed (`what` failed with `why`): retried later when no
  * KV endpoint is configured; else the configured facts are used. Returns
  * true when w is to be finalised from the configuration now. */
@@ -470,6 +510,8 @@ void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res)
 			sy_warn("worker %s: vLLM without workers[].kv_events.endpoint_port_base: no "
 				"cache signal, routed on load only", w->rec.id);
 	}
+	if (refuse_conflict(d, w))
+		return;
 	sbd_fleet_publish(d, w);
 	sbd_sub_open(d, w);
 	disc_log(w);
@@ -498,6 +540,8 @@ void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char
 	if (ok)
 		set_engine(d, w, STATEBUS_ENGINE_SGLANG);
 	finalise(d, w, ok ? &f : NULL);
+	if (refuse_conflict(d, w))
+		return;
 	sbd_fleet_publish(d, w);
 	sbd_sub_open(d, w);
 	disc_log(w);

@@ -79,7 +79,11 @@ enum statebus_counter {
 	 * table, and scrapes that failed (HTTP error, timeout, unparsable). */
 	STATEBUS_CTR_LOAD_SCRAPES = 54,
 	STATEBUS_CTR_LOAD_SCRAPE_FAILURES = 55,
-	STATEBUS_CTR_COUNT_ = 56,
+	/* A discovered worker refused: its role (plain, or prefill/decode)
+	 * conflicts with its model's configured kind or with the model's
+	 * registered workers (a model is one kind, common/config_models.c). */
+	STATEBUS_CTR_WORKER_ROLE_CONFLICTS = 56,
+	STATEBUS_CTR_COUNT_ = 57,
 };
 
 /* Event types of the tallies (sglang-wire.md §5 tags). */
@@ -187,6 +191,7 @@ static inline const char *statebus_counter_name(unsigned idx)
 		"switchyard_kv_event_vllm_map_evictions_total",
 		"switchyard_load_scrapes_total",
 		"switchyard_load_scrape_failures_total",
+		"switchyard_worker_role_conflicts_total",
 	};
 	return idx < STATEBUS_CTR_COUNT_ ? names[idx] : NULL;
 }

@@ -296,6 +296,15 @@ def main():
     wait_for("D removed", lambda: d.url not in workers() and depths([31, 32]) == {})
     assert control({"op": "frobnicate"})["ok"] is False
 
+    # ---- a model is plain or prefill + decode: a prefill engine of model m
+    # (served plain by A, B, C) is refused at registration, logged and counted
+    p = Engine("P", block_size=4)
+    p.info["disaggregation_mode"] = "prefill"
+    assert control({"op": "add_worker", "url": p.url})["ok"]
+    wait_for("P refused", lambda: counters()["switchyard_worker_role_conflicts_total"] == 1)
+    wait_for("P not in the table", lambda: p.url not in workers())
+    assert a.url in workers() and b.url in workers(), workers()
+
     # ---- a forward gap filled from the replay ROUTER --------------------------
     e = Engine("E", block_size=4, replay=True)
     assert control({"op": "add_worker", "url": e.url})["ok"]

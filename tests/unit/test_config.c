@@ -99,7 +99,7 @@ static const char full_yaml[] =
 	"      dp_size: 2\n"
 	"      replay_port_base: 5560\n"
 	"      load_endpoint_port_base: 5570\n"
-	"  - {url: 'http://10.0.0.3:30001', role: decode}\n"
+	"  - {url: 'http://10.0.0.3:30001', role: decode, model: other-model}\n"
 	"worker_urls: [http://10.0.0.4:30001]\n"
 	"router:\n"
 	"  host: 0.0.0.0\n"
@@ -650,7 +650,7 @@ END_TEST
 START_TEST(test_worker_urls_flag_repeats_splits_and_replaces_the_file_fleet)
 {
 	ck_assert_int_eq(load("workers:\n"
-			      "  - {url: http://a:1, role: prefill, bootstrap_port: 8998}\n"
+			      "  - {url: http://a:1, role: prefill, bootstrap_port: 8998, model: pd}\n"
 			      "  - {url: http://gone:1}\n"
 			      "worker_urls: [http://also-gone:1]\n"),
 			 SY_OK);

@@ -220,7 +220,7 @@ END_TEST
 START_TEST(test_default_buckets_follow_the_static_fleet_roles)
 {
 	ck_assert_int_eq(build("workers:\n"
-			       "  - {url: http://a, role: plain}\n"
+			       "  - {url: http://a, role: plain, model: small}\n"
 			       "  - {url: http://p, role: prefill}\n"
 			       "  - {url: http://d, role: decode}\n"
 			       "policy: {type: random, prefill_policy: round_robin}\n"),
@@ -231,12 +231,94 @@ START_TEST(test_default_buckets_follow_the_static_fleet_roles)
 	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_RANDOM);
 	ck_assert_int_eq(gen->buckets[1].prefill.policy.kind, POLICY_ROUND_ROBIN);
 	ck_assert_int_eq(gen->buckets[1].decode.policy.kind, POLICY_POWER_OF_N);
+	/* per model: the plain bucket lists "small"; model_id's (PD) serves the rest */
+	ck_assert_uint_eq(gen->buckets[0].n_models, 1);
+	ck_assert_str_eq(gen->buckets[0].models[0], "small");
+	ck_assert_uint_eq(gen->buckets[1].n_models, 0);
+	rfx_worker(&fx, "http://a", "small", STATEBUS_WORKER_PLAIN, true);
+	rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, true);
+	ck_assert_int_eq(sel_run(), SY_EBUSY); /* default-model: PD only, no decode */
+	ck_assert_str_eq(err.code, "no_decode_workers_available");
+	ck_assert_uint_eq(sel.buckets_tried, 1);
+	req.model.ptr = "small";
+	req.model.len = 5;
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "default");
+	ck_assert(!sel.pd);
+}
+END_TEST
+
+/* The seed resolves per model: a request for model m that fits none of m's
+ * buckets is 400 no_matching_bucket, even when another model's bucket
+ * would fit it; m's empty buckets are 503; an unknown model is 404. */
+START_TEST(test_buckets_resolve_per_model)
+{
+	ck_assert_int_eq(build("model_id: a\n"
+			       "workers:\n"
+			       "  - {url: http://a1, model: a}\n"
+			       "  - {url: http://b1, model: b}\n"
+			       "buckets:\n"
+			       "  - {id: a-short, models: [a], max_context_tokens: 8192,\n"
+			       "     limits: {max: 4096}, groups: {plain: {}}}\n"
+			       "  - {id: b-long, models: [b], max_context_tokens: 131072,\n"
+			       "     groups: {plain: {}}}\n"),
+			 SY_OK);
+	uint32_t a1 = rfx_worker(&fx, "http://a1", "a", STATEBUS_WORKER_PLAIN, true);
+	rfx_worker(&fx, "http://b1", "b", STATEBUS_WORKER_PLAIN, true);
+	req.model.ptr = "a";
+	req.model.len = 1;
+	req.input_tokens = 4096;
+	req.has_peak = true;
+	req.expected_peak = 16384; /* over a-short's 8k context */
+	ck_assert_int_eq(sel_run(), SY_EINVAL);
+	ck_assert_int_eq(err.status, 400);
+	ck_assert_str_eq(err.code, "no_matching_bucket");
+	req.expected_peak = 8192;
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "a-short");
+	ck_assert_str_eq(sel.worker.id, "http://a1");
+	req.model.ptr = "b";
+	req.expected_peak = 16384;
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "b-long");
+	ck_assert_str_eq(sel.worker.id, "http://b1");
+	/* a's bucket with its only worker down: 503 in a's bucket, never b's */
+	ck_assert_int_eq(statebus_worker_remove(fx.r, a1, rfx_gen(&fx, a1)), SY_OK);
+	rfx_worker(&fx, "http://a1", "a", STATEBUS_WORKER_PLAIN, false);
+	req.model.ptr = "a";
+	req.expected_peak = 8192;
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_int_eq(err.status, 503);
+	ck_assert_str_eq(err.code, "no_healthy_workers");
+	ck_assert_uint_eq(sel.buckets_tried, 1);
+	req.model.ptr = "c";
+	ck_assert_int_eq(sel_run(), SY_ENOENT);
+	ck_assert_int_eq(err.status, 404);
+}
+END_TEST
+
+/* A model no bucket names is served by the buckets without models. */
+START_TEST(test_unnamed_models_use_the_buckets_without_models)
+{
+	ck_assert_int_eq(build("buckets:\n"
+			       "  - {id: named, models: [x], groups: {plain: {}}}\n"
+			       "  - {id: rest, groups: {plain: {}}}\n"),
+			 SY_OK);
+	plain("http://a");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "rest");
+	rfx_worker(&fx, "http://x", "x", STATEBUS_WORKER_PLAIN, true);
+	req.model.ptr = "x";
+	req.model.len = 1;
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "named");
+	ck_assert_str_eq(sel.worker.id, "http://x");
 }
 END_TEST
 
 START_TEST(test_group_policy_inherits_top_level_keys)
 {
-	ck_assert_int_eq(build("policy: {type: random, power_of_n_choices: 3, decode_policy: "
+	ck_assert_int_eq(build("policy: {power_of_n_choices: 3, decode_policy: "
 			       "round_robin, admission: {max_running_requests: 9, max_kv_tokens: 5}}\n"
 			       "buckets:\n"
 			       "  - id: a\n"
@@ -357,6 +439,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_admission_rejections_accumulate_over_buckets_then_503_with_details);
 	tcase_add_test(tc, test_pd_selection_and_stage_specific_503s);
 	tcase_add_test(tc, test_default_buckets_follow_the_static_fleet_roles);
+	tcase_add_test(tc, test_buckets_resolve_per_model);
+	tcase_add_test(tc, test_unnamed_models_use_the_buckets_without_models);
 	tcase_add_test(tc, test_group_policy_inherits_top_level_keys);
 	tcase_add_test(tc, test_every_reference_policy_type_builds_in_a_plain_group);
 	tcase_add_test(tc, test_sticky_from_flags_builds_with_its_fallback);

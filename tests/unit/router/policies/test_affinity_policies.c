@@ -489,7 +489,8 @@ START_TEST(test_config_sticky_fallback_on_another_policy_is_refused)
 			       "    groups: {plain: {policy: {type: power_of_n, sticky_fallback: random}}}\n"),
 			 SY_ECONFIG);
 	ck_assert_str_eq(cerr.msg, "t.yaml:3:30: buckets[0].groups.plain.policy.sticky_fallback: "
-				   "only valid with policy sticky (this group runs power_of_n)");
+				   "only valid with policy sticky (this group runs power_of_n); use type "
+				   "sticky, or remove it");
 }
 END_TEST
 
@@ -498,14 +499,16 @@ START_TEST(test_config_top_level_affinity_keys_without_an_affinity_group_are_ref
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--sticky-fallback", "random", &cerr),
 			 SY_OK);
 	ck_assert_int_eq(build(NULL), SY_ECONFIG);
-	ck_assert_str_eq(cerr.msg, "policy.sticky_fallback: no group runs policy sticky");
+	ck_assert_str_eq(cerr.msg, "policy.sticky_fallback: no group runs policy sticky; use --policy "
+				   "sticky, or remove it");
 	sy_config_free(&cfg);
 	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--affinity-idle-timeout-secs", "60",
 					      &cerr), SY_OK);
 	ck_assert_int_eq(build(NULL), SY_ECONFIG);
 	ck_assert_str_eq(cerr.msg, "policy.affinity_idle_timeout_secs: no group runs policy "
-				   "session_aware or sticky");
+				   "session_aware or sticky; use --policy session_aware or sticky, "
+				   "or remove it");
 }
 END_TEST
 
@@ -563,9 +566,10 @@ START_TEST(test_config_pressure_guard_keys_without_cache_aware_are_refused)
 		ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", flags[i][0], flags[i][1],
 						      &cerr), SY_OK);
 		ck_assert_int_eq(build(NULL), SY_ECONFIG);
-		char want[160];
+		char want[192];
 		snprintf(want, sizeof(want), "policy.%s: the pressure guard applies to cache_aware "
-					     "only (no group runs cache_aware)", keys[i]);
+					     "only (no group runs cache_aware); use --policy "
+					     "cache_aware, or remove it", keys[i]);
 		ck_assert_str_eq(cerr.msg, want);
 	}
 	/* Inherited by a cache_aware group beside a session_aware one: accepted. */

@@ -467,7 +467,8 @@ START_TEST(test_config_refuses_floor_without_limit_or_above_it)
 	ck_assert_str_eq(cfg_err("policy: {type: cache_aware, saturation_queue_floor: 2}\n", NULL,
 				 NULL),
 			 "t.yaml:1:9: policy.saturation_queue_floor: needs worker_queue_limit "
-			 "(--worker-queue-limit): the floor only applies under the soft queue gate");
+			 "(--worker-queue-limit): the floor only applies under the soft queue gate; "
+			 "use both, or remove it");
 	ck_assert_ptr_nonnull(strstr(cfg_err("policy: {type: cache_aware, worker_queue_limit: 2, "
 					     "saturation_queue_floor: 3}\n",
 					     NULL, NULL),
@@ -483,7 +484,8 @@ START_TEST(test_config_refuses_rel_threshold_not_above_one_and_bad_bounds)
 {
 	ck_assert_ptr_nonnull(strstr(cfg_err(NULL, "--pressure-rel-threshold", "1"),
 				     "policy.pressure_rel_threshold: must be > 1"));
-	ck_assert_str_eq(cfg_err(NULL, "--pressure-rel-threshold", "1.01"), "");
+	ck_assert_str_eq(cfg_err("policy: {type: cache_aware}\n", "--pressure-rel-threshold", "1.01"),
+			 "");
 	ck_assert_ptr_nonnull(strstr(cfg_err("policy: {cache_candidate_min_workers: 9, "
 					     "cache_candidate_max_workers: 8}\n",
 					     NULL, NULL),
