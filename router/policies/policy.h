@@ -49,17 +49,12 @@ enum pick_outcome {
 	PICK_OUTSIDE_CANDIDATES,     /* policy answered with a non-candidate */
 };
 
-/* Static name: "ok", "no_matching_bucket", ... */
-const char *pick_outcome_name(enum pick_outcome o);
-
 /* Stage of a group; values equal enum statebus_worker_role. */
 enum engine_stage {
 	STAGE_PLAIN = 0,
 	STAGE_PREFILL = 1,
 	STAGE_DECODE = 2,
 };
-
-const char *engine_stage_name(enum engine_stage s); /* "plain", "prefill", "decode" */
 
 /* One candidate of a pick. `id` borrows from the worker cache of the
  * generation and is valid for the pick (copy it into a selection). */

@@ -550,11 +550,8 @@ int statebus_affinity_unbind(const struct statebus_region *r,
 int statebus_affinity_sweep(const struct statebus_region *r, uint64_t now_ns,
 			    struct statebus_affinity_sweep_result *res);
 
-/* Entries in this region (params.affinity_entries). */
-uint32_t statebus_affinity_capacity(const struct statebus_region *r);
-
-/* Copy of entry `index` (< capacity) for tools. Errors: SY_EINVAL,
- * SY_ESTALE (changing too fast to copy). */
+/* Copy of entry `index` (< params.affinity_entries) for tools. Errors:
+ * SY_EINVAL, SY_ESTALE (changing too fast to copy). */
 int statebus_affinity_read(const struct statebus_region *r, uint32_t index,
 			   struct statebus_affinity_info *out);
 
