@@ -2,7 +2,7 @@
  *
  *   syctl [--shm PATH] [--json] COMMAND [options]
  *
- * Commands (Foundations; index and match from issue 3, syctl_index.c):
+ * Commands (index and match in syctl_index.c, affinity in syctl_affinity.c):
  *   create [--max-workers N] [--max-dp-ranks N] [--max-procs N]
  *          [--index-nodes N]
  *                      create and initialise the region (attach if present;

@@ -1,4 +1,4 @@
-/* gen.c — configuration generations (gen.h): build from a finished
+/* generation.c — configuration generations (generation.h): build from a finished
  * sy_config, reference counting, and freeing.
  *
  * Policy resolution for each group (reference/policy-defaults.md §1, §6,
@@ -474,7 +474,7 @@ static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const 
 	return build_group(g, &b->decode, STAGE_DECODE, &cb->groups.decode, cfg, path, err);
 }
 
-/* Catch-all buckets from the flags (gen.h "Default buckets"). */
+/* Catch-all buckets from the flags (generation.h "Default buckets"). */
 static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 			  struct sy_config_error *err)
 {

@@ -120,7 +120,7 @@ typedef bool (*router_header_fn)(void *ctx, const char *name, size_t name_len,
 
 /* Per-generation preparation options (router_gen holds one: gen->prepare). */
 struct router_prepare_opts {
-	const struct sy_tokenizer *tokenizer; /* borrowed; "bytes", "off", later "hf" */
+	const struct sy_tokenizer *tokenizer; /* borrowed; "bytes", "hf" or "off" */
 	const char *default_model;            /* model when the body names none */
 	const char *session_header;           /* lower-case, e.g. "x-session-id" */
 	const char *routing_header;           /* lower-case, e.g. "x-sgl-routing-key" */
@@ -167,7 +167,7 @@ struct body_members {
 	bool has_input_ids;      /* a top-level "input_ids" member is present */
 };
 
-struct prefix_memo; /* issue 6 (router/policies/cache/cache_source.h): per-request
+struct prefix_memo; /* router/policies/cache/cache_source.h: per-request
 		       block-hash chain and prefix-lookup results */
 
 /* Everything selection reads about one request. Filled by router_prepare();

@@ -87,7 +87,7 @@ enum statebus_open_flags {
 	                             bracket, no writer lock (SY_EPERM) */
 };
 
-/* Number of 64-bit counters in the header (meaning assigned by later issues:
+/* Number of 64-bit counters in the header (meanings in statebus-counters.h:
  * event decode failures, gaps, resets, evictions, ...). */
 #define STATEBUS_COUNTERS_MAX 64u
 
