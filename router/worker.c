@@ -7,7 +7,8 @@
  *                   process exits when none is left or at the drain deadline.
  *   SIGHUP          reload: re-read the configuration from the same command
  *                   line, build a new generation; requests in flight keep
- *                   theirs (rtgen.h). A bad configuration keeps the old one.
+ *                   theirs (router/core/generation.h). A bad configuration
+ *                   keeps the old one.
  * The master (main.c) restarts a worker process that dies; this process
  * dies with the master (PR_SET_PDEATHSIG).
  */
