@@ -5,7 +5,7 @@
  * epoch publish (statebus_read_enter + statebus_read_leave), a writer load
  * update (statebus_load_write: seqlock write + dispatch-counter sum), the
  * aggregated view of a dp_size=1 worker, and an in-flight acquire+release.
- * Targets (issue 2): read ≤ 50 ns, epoch publish ≤ 20 ns.
+ * Targets: read ≤ 50 ns, epoch publish ≤ 20 ns.
  *
  * Predictions (predict.c): the router-side cost of statebus_predict_push
  * of a 128-block chain (a 2,048-token prompt in 16-token blocks); the

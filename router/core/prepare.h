@@ -195,8 +195,9 @@ struct pick_request {
 	bool has_tps_slo;
 	double tps_slo;                /* x-sgl-tps-slo, tokens per second */
 	struct body_members body;      /* members the data plane rewrites */
-	struct prefix_memo *memo;      /* issue 6: filled between prepare and
-					  select (DESIGN §4 step 3); NULL now */
+	struct prefix_memo *memo;      /* NULL after prepare; router_select()
+					  fills one before any pick when a cache
+					  policy runs (DESIGN §4 step 3) */
 	bool forward_ids;              /* chat: send token_ids to the engine as
 					  "input_ids" (file comment) */
 };
