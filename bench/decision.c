@@ -13,7 +13,7 @@
  * rows); workers carry fresh native load reports and in-flight counts.
  *
  * Prints p50 / p99 / p99.9 / max ns for 8 and 64 engines (timer overhead
- * subtracted, reported too). Target (issue 5): p99 ≤ 2 µs. Not a test.
+ * subtracted, reported too). Target: p99 ≤ 2 µs. Not a test.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* decision_cache.c — bench_decision_cache: the cache_aware extension of
- * bench_decision (issue 6), single core (taskset -c 1).
+ * bench_decision, single core (taskset -c 1).
  *
  * 1. Pick: router_select() with a cache_aware catch-all group over 64
  *    engines (fresh native loads, in-flight counts) against a radix index

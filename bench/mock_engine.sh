@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/mock_engine.sh — HTTP throughput of one switchyard-mock-engine process
 # with zero timing costs: non-streaming chat completions, keep-alive, loopback.
-# The mock is pinned to one core, wrk to another (taskset). Target (issue 4):
+# The mock is pinned to one core, wrk to another (taskset). Target:
 # ≥ 20,000 req/s on one core. Prints the wrk summary and one result line;
 # appends it to bench/results/mock_engine.md.
 #

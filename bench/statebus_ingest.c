@@ -2,7 +2,7 @@
  * single core (run pinned: taskset -c 1 build/bench/bench_statebus_ingest
  * [conversations]). Not a test.
  *
- * Workload (issue 3 "Performance"): 8 engines, 16-token blocks, chains of
+ * Workload: 8 engines, 16-token blocks, chains of
  * 64 blocks. 64 system prompts of 16 blocks are shared by every
  * conversation that uses them; each conversation adds 48 blocks of its
  * own. A conversation is stored by one engine; one in four is stored by a

@@ -9,8 +9,8 @@
  * 0 integer documented as "absent" means the key was not given.
  *
  * `policy` (the default policy of every group, admission caps, legacy
- * policy flags) and `buckets` (buckets with engine groups) come from the
- * router selection issue (reference/policy-defaults.md §1, §5, §6, §11).
+ * policy flags) and `buckets` (buckets with engine groups) are the router's
+ * selection settings (reference/policy-defaults.md §1, §5, §6, §11).
  */
 #ifndef SY_COMMON_CONFIG_T_H
 #define SY_COMMON_CONFIG_T_H
@@ -128,7 +128,7 @@ struct sy_config_router {
 	                                      without the router's input_ids */
 	char *access_log;          /* file path; NULL: no access log */
 	char *admin_api_key;       /* bearer key of the admin API; NULL: admin API off */
-	/* Data plane (router issue; reference/policy-defaults.md §7, §9). */
+	/* Data plane (reference/policy-defaults.md §7, §9). */
 	int stream_idle_timeout_secs; /* max gap between upstream body bytes */
 	bool no_decision_headers;  /* true: no x-switchyard-* decision headers */
 	int cb_threshold;          /* consecutive failures that open a worker's
@@ -188,8 +188,8 @@ struct sy_config_policy {
 	int max_in_flight;       /* --max-in-flight (legacy): with filter
 				    overloaded → admission.max_inflight_requests */
 	char *chat_routing;      /* --chat-routing: only "reorg" (no-op) */
-	char *affinity_mode;     /* --affinity-mode: only "strict" (session_aware,
-				    issue 6); "soft" is refused */
+	char *affinity_mode;     /* --affinity-mode: only "strict" (session_aware);
+				    "soft" is refused */
 	/* Affinity policies (session_aware, sticky; reference §4.3, §4.4): */
 	char *sticky_fallback;   /* --sticky-fallback: round_robin (default) |
 				    random | power_of_two | power_of_n |

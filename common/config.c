@@ -2,9 +2,9 @@
  *
  * The schema is data: one sy_cfg_section per struct of config-t.h, one row
  * per key, built with the SY_CFG_*_F macros of config_schema.h (key = member
- * name, so the C names and the YAML keys cannot drift apart). A later issue
- * adds its section (buckets, policy) as a struct in config-t.h, a field
- * array here and one row in root_fields — the loader, the flags, defaults
+ * name, so the C names and the YAML keys cannot drift apart). A section
+ * (buckets, policy, ...) is a struct in config-t.h, a field array here and
+ * one row in root_fields — the loader, the flags, defaults
  * and freeing follow from the tables. Loading is config_yaml.c, flags are
  * config_flags.c; this file holds the tables, file reading and
  * sy_config_finish() (derived defaults and cross-field checks).

@@ -94,9 +94,9 @@ static const struct flag_alias legacy[] = {
 	{"--balance-abs-threshold", "removed; use the pressure guard and --worker-queue-limit"},
 	{"--balance-rel-threshold", "removed; use the pressure guard and --worker-queue-limit"},
 	{"--eviction-interval-secs", "removed; the index is bounded by engine removals and "
-				     "the statebus arena, nothing replaces it: remove it"},
+				     "the statebus index capacity, nothing replaces it: remove it"},
 	{"--max-tree-size", "removed; the index is bounded by engine removals and the "
-			    "statebus arena, nothing replaces it: remove it"},
+			    "statebus index capacity, nothing replaces it: remove it"},
 	{"--prefix-cache-min-share", "dropped; use the cache-aware candidate thresholds"},
 	{"--bucket-config", "legacy static buckets are not accepted; use `buckets` in the "
 			    "configuration file"},

@@ -5,8 +5,8 @@
  * say a key's type, where its value lives (offsetof), its default, its range
  * and its flags. The same tables drive: defaults (sy_cfg_defaults), freeing
  * (sy_cfg_free), the YAML walk (sy_cfg_load_yaml, config_yaml.c) and flag
- * values (sy_cfg_set_scalar, shared with config_flags.c) — so a later issue
- * adds a section by adding a struct, a field array and one row in its parent,
+ * values (sy_cfg_set_scalar, shared with config_flags.c) — so a new section
+ * is added by adding a struct, a field array and one row in its parent,
  * never a code path.
  *
  * Types and storage:

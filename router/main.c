@@ -4,9 +4,9 @@
  *
  * The master loads and checks the configuration, opens (or creates) the
  * state-plane region, registers the static fleet when no statebus runs
- * (degraded.c), creates the listening socket — or takes the one systemd
+ * (standalone.c), creates the listening socket — or takes the one systemd
  * passes (switchyard-router.socket, sd_listen_fds) — and the shared metrics
- * mapping, then forks --processes worker processes (server.c) that share
+ * mapping, then forks --processes worker processes (worker.c) that share
  * that socket. It then supervises:
  *   SIGCHLD  a worker that died is restarted with the same index (its
  *            metrics row continues) after its proc slot is reaped;

@@ -1,4 +1,4 @@
-/* server.c — one worker process: h2o set-up, routes, signals, drain, reload.
+/* worker.c — one worker process: h2o set-up, routes, signals, drain, reload.
  *
  * The loop: h2o_evloop_run() with a 100 ms cap, then the signal flags.
  *   SIGTERM/SIGINT  drain: /readyz answers 503, the listener is closed in
@@ -7,7 +7,8 @@
  *                   process exits when none is left or at the drain deadline.
  *   SIGHUP          reload: re-read the configuration from the same command
  *                   line, build a new generation; requests in flight keep
- *                   theirs (rtgen.h). A bad configuration keeps the old one.
+ *                   theirs (router/core/generation.h). A bad configuration
+ *                   keeps the old one.
  * The master (main.c) restarts a worker process that dies; this process
  * dies with the master (PR_SET_PDEATHSIG).
  */
@@ -132,7 +133,7 @@ static void stop_accepting(void)
  * HTTP/1 with a plain-text 413 that oversize.c rewrites into our JSON one;
  * over HTTP/2 (h2o 2.2) with RST_STREAM REFUSED_STREAM, where no response
  * can be sent. Twice the router's limit keeps every HTTP/2 body up to there
- * answered by routes/infer.c with the JSON 413, at the cost of buffering up
+ * answered by http/infer.c with the JSON 413, at the cost of buffering up
  * to that much per request. */
 static size_t rt_h2o_entity_limit(uint64_t max_body)
 {

@@ -1,8 +1,8 @@
-/* router.h — the data plane of switchyard-router: one worker process.
+/* worker.h — the data plane of switchyard-router: one worker process.
  *
  * Process model (DESIGN.md §1, §9): a master (main.c) forks N worker
  * processes that share one listening socket; each worker runs one h2o event
- * loop (server.c) and owns one proc slot (= in-flight row) of the state
+ * loop (worker.c) and owns one proc slot (= in-flight row) of the state
  * plane. Everything here is per worker process and single-threaded; the
  * only memory shared between processes is the state-plane region and the
  * router's metrics mapping (metrics.h), both written with atomics.
@@ -40,7 +40,7 @@ struct rt_breakers;
 void rt_oversize_install(h2o_hostconf_t *hc, h2o_pathconf_t *pc);
 
 /* One worker process of the router. A single static instance per process
- * (server.c); fields are read by every module of the data plane. */
+ * (worker.c); fields are read by every module of the data plane. */
 struct router_worker {
 	unsigned index;                 /* 0..processes-1, stable across restarts */
 	struct sy_config *cfg;          /* configuration of `gen` (owned by gen) */
@@ -76,7 +76,7 @@ struct router_worker {
 	int pid;                         /* getpid() of this worker, read once */
 };
 
-/* The process's worker (server.c). */
+/* The process's worker (worker.c). */
 extern struct router_worker rt_w;
 
 /* Runs worker process `index` on listening socket `listen_fd` with the

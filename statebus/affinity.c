@@ -93,8 +93,6 @@ static void count(const struct statebus_region *r, uint64_t *c)
 	(void)uatomic_add_return(c, 1);
 }
 
-uint32_t statebus_affinity_capacity(const struct statebus_region *r) { return cap_of(r); }
-
 /* ---- keys ----------------------------------------------------------------- */
 
 static void upd_len(XXH3_state_t *st, size_t len)

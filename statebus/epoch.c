@@ -1,4 +1,5 @@
-/* epoch.c — process slots, reader epochs, the arena and deferred reclamation.
+/* epoch.c — process slots, reader epochs and the grace-period primitives of
+ * deferred reclamation.
  *
  * The scheme is epoch-based reclamation with its bookkeeping in shared
  * memory (liburcu's grace periods do not cross processes):
@@ -9,21 +10,23 @@
  *
  *   reader enter:    E_s ← G with a full barrier (xchg), then read tables.
  *   reader leave:    E_s ← IDLE with release order.
- *   writer retire:   the block is first unpublished (no offset to it is
+ *   writer retire:   the item is first unpublished (no offset to it is
  *                    reachable any more); it is stamped e = G and queued,
- *                    then G ← e + 1 (write barrier before: unpublish first).
+ *                    then G ← e + 1 (write barrier before: unpublish first)
+ *                    — sb_epoch_stamp().
  *   writer reclaim:  full barrier; m = min(G, every non-idle E_s); every
- *                    queued block with stamp < m is poisoned and freed.
+ *                    queued item with stamp < m is poisoned and freed
+ *                    — sb_epoch_safe() gives m.
  *
- * Why it is safe: a reader that could still hold a block stamped e entered
+ * Why it is safe: a reader that could still hold an item stamped e entered
  * before it was unpublished; either it published E_s ≤ e (so m ≤ e and the
- * block stays), or the writer's scan raced its enter — the store-buffer
+ * item stays), or the writer's scan raced its enter — the store-buffer
  * pattern with full barriers on both sides (writer: unpublish; mb; load
  * E_s — reader: store E_s; mb; load offsets) guarantees that if the scan
- * saw IDLE, the reader's loads see the block already unpublished. A reader
+ * saw IDLE, the reader's loads see the item already unpublished. A reader
  * with E_s > e read G after the increment, hence after the unpublish.
- * Stamps are queued in a FIFO ring with non-decreasing epochs, so reclaim
- * stops at the first block still protected.
+ * Stamps are queued in FIFO order with non-decreasing epochs, so reclaim
+ * stops at the first item still protected.
  *
  * Dead readers: a slot's owner is (pid, start time from /proc/<pid>/stat
  * field 22). statebus_procs_reap() (writer) frees slots whose pid is gone,
@@ -33,13 +36,8 @@
  * Claiming is a CAS of pid 0 → own pid; the start time is written right
  * after, and the reaper skips a live pid whose start time is still 0.
  *
- * Arena: block_count blocks of block_size bytes. A free stack of indices,
- * a retire ring of (index, epoch) and a state byte per block live outside
- * the blocks (so readers' blocks are untouched until reclaimed); the state
- * byte catches double free/retire with SB_BUG_ON-style errors.
- *
- * The radix index (index.c) keeps its own pools and retire FIFO but uses
- * the same epochs through sb_epoch_stamp() and sb_epoch_safe().
+ * The radix index (index.c) keeps the pools and the retire FIFO; it uses
+ * the epochs through sb_epoch_stamp() and sb_epoch_safe().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -183,84 +181,7 @@ void statebus_read_enter_unclaimed_(struct statebus_region *r)
 	SB_BUG_ON(!"statebus_read_enter() without a claimed proc slot");
 }
 
-/* ---------------------------------------------------------------- arena */
-
-static uint8_t *astate(const struct statebus_region *r)
-{
-	return (uint8_t *)sb_table(r, SB_T_ASTATE);
-}
-
-/* Block index of offset off, or -1 if off is not the start of a block. */
-static int64_t block_index(const struct statebus_region *r, uint64_t off)
-{
-	const struct sb_table *t = &r->hdr->tables[SB_T_ARENA];
-	if (off < t->off || off >= t->off + (uint64_t)t->count * t->stride)
-		return -1;
-	if ((off - t->off) % t->stride != 0)
-		return -1;
-	return (int64_t)((off - t->off) / t->stride);
-}
-
-uint32_t statebus_arena_block_size(const struct statebus_region *r)
-{
-	return r->hdr->arena_block_size;
-}
-
-int statebus_arena_alloc(struct statebus_region *r, uint64_t *off)
-{
-	sb_assert_writer(r);
-	struct statebus_hdr *h = r->hdr;
-	if (h->arena.free_top == 0)
-		return SY_ENOSPC;
-	uint32_t *afree = sb_table(r, SB_T_AFREE);
-	uint32_t idx = afree[h->arena.free_top - 1];
-	SB_BUG_ON(idx >= h->arena_block_count);
-	SB_BUG_ON(astate(r)[idx] != SB_BLOCK_FREE);
-	CMM_STORE_SHARED(h->arena.free_top, h->arena.free_top - 1);
-	astate(r)[idx] = SB_BLOCK_ALLOCATED;
-	*off = h->tables[SB_T_ARENA].off + (uint64_t)idx * h->arena_block_size;
-	return SY_OK;
-}
-
-static void free_push(struct statebus_region *r, uint32_t idx)
-{
-	struct statebus_hdr *h = r->hdr;
-	uint32_t *afree = sb_table(r, SB_T_AFREE);
-	SB_BUG_ON(h->arena.free_top >= h->arena_block_count);
-	astate(r)[idx] = SB_BLOCK_FREE;
-	afree[h->arena.free_top] = idx;
-	CMM_STORE_SHARED(h->arena.free_top, h->arena.free_top + 1);
-}
-
-int statebus_arena_free(struct statebus_region *r, uint64_t off)
-{
-	sb_assert_writer(r);
-	int64_t idx = block_index(r, off);
-	if (idx < 0 || astate(r)[idx] != SB_BLOCK_ALLOCATED)
-		return SY_EINVAL;
-	free_push(r, (uint32_t)idx);
-	return SY_OK;
-}
-
-int statebus_retire(struct statebus_region *r, uint64_t off)
-{
-	sb_assert_writer(r);
-	struct statebus_hdr *h = r->hdr;
-	int64_t idx = block_index(r, off);
-	if (idx < 0 || astate(r)[idx] != SB_BLOCK_ALLOCATED)
-		return SY_EINVAL;
-	/* Each block is in the ring at most once: it never overflows. */
-	SB_BUG_ON(h->arena.retired >= h->arena_block_count);
-	struct sb_retired *ring = sb_table(r, SB_T_ARETIRE);
-	uint64_t e = CMM_LOAD_SHARED(h->global_epoch);
-	uint32_t tail = (h->arena.retire_head + h->arena.retired) % h->arena_block_count;
-	ring[tail].idx = (uint32_t)idx;
-	ring[tail].epoch = e;
-	astate(r)[idx] = SB_BLOCK_RETIRED;
-	CMM_STORE_SHARED(h->arena.retired, h->arena.retired + 1);
-	SB_BUG_ON(sb_epoch_stamp(r) != e); /* single writer: G cannot move meanwhile */
-	return SY_OK;
-}
+/* ---------------------------------------------------------------- epochs */
 
 uint64_t sb_epoch_stamp(struct statebus_region *r)
 {
@@ -282,42 +203,6 @@ uint64_t sb_epoch_safe(struct statebus_region *r)
 		if (e != STATEBUS_EPOCH_IDLE && e < min)
 			min = e;
 	}
-	cmm_smp_mb(); /* scan complete before any block is poisoned */
+	cmm_smp_mb(); /* scan complete before any entry is poisoned */
 	return min;
-}
-
-int statebus_reclaim(struct statebus_region *r)
-{
-	sb_assert_writer(r);
-	struct statebus_hdr *h = r->hdr;
-	if (h->arena.retired == 0)
-		return 0;
-	uint64_t min = sb_epoch_safe(r);
-	struct sb_retired *ring = sb_table(r, SB_T_ARETIRE);
-	int freed = 0;
-	while (h->arena.retired > 0) {
-		struct sb_retired *e = &ring[h->arena.retire_head];
-		if (e->epoch >= min)
-			break;
-		SB_BUG_ON(e->idx >= h->arena_block_count);
-		SB_BUG_ON(astate(r)[e->idx] != SB_BLOCK_RETIRED);
-		memset(r->base + h->tables[SB_T_ARENA].off + (uint64_t)e->idx * h->arena_block_size,
-		       SB_POISON, h->arena_block_size);
-		free_push(r, e->idx);
-		h->arena.retire_head = (h->arena.retire_head + 1) % h->arena_block_count;
-		CMM_STORE_SHARED(h->arena.retired, h->arena.retired - 1);
-		freed++;
-	}
-	return freed;
-}
-
-void statebus_arena_stats(const struct statebus_region *r, uint32_t *free_blocks,
-			  uint32_t *retired_blocks, uint32_t *total_blocks)
-{
-	if (free_blocks)
-		*free_blocks = CMM_LOAD_SHARED(r->hdr->arena.free_top);
-	if (retired_blocks)
-		*retired_blocks = CMM_LOAD_SHARED(r->hdr->arena.retired);
-	if (total_blocks)
-		*total_blocks = r->hdr->arena_block_count;
 }

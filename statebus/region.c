@@ -46,8 +46,6 @@ void statebus_params_default(struct statebus_params *p)
 	p->max_workers = STATEBUS_DEFAULT_MAX_WORKERS;
 	p->max_dp_ranks = STATEBUS_DEFAULT_MAX_DP_RANKS;
 	p->max_procs = STATEBUS_DEFAULT_MAX_PROCS;
-	p->arena_block_size = STATEBUS_DEFAULT_BLOCK_SIZE;
-	p->arena_block_count = STATEBUS_DEFAULT_BLOCK_COUNT;
 	p->load_fresh_ns = STATEBUS_LOAD_FRESH_NS;
 	p->index_nodes = STATEBUS_DEFAULT_INDEX_NODES;
 	p->index_overflow = STATEBUS_DEFAULT_INDEX_NODES / 4;
@@ -77,14 +75,6 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_LOAD] = sizeof(struct sb_load_rec);
 	count[SB_T_INFLIGHT] = p->max_procs * p->max_workers;
 	stride[SB_T_INFLIGHT] = sizeof(struct sb_inflight);
-	count[SB_T_ARENA] = p->arena_block_count;
-	stride[SB_T_ARENA] = p->arena_block_size;
-	count[SB_T_AFREE] = p->arena_block_count;
-	stride[SB_T_AFREE] = sizeof(uint32_t);
-	count[SB_T_ARETIRE] = p->arena_block_count;
-	stride[SB_T_ARETIRE] = sizeof(struct sb_retired);
-	count[SB_T_ASTATE] = p->arena_block_count;
-	stride[SB_T_ASTATE] = sizeof(uint8_t);
 	count[SB_T_INODES] = p->index_nodes + 1; /* node 0 = root */
 	stride[SB_T_INODES] = sizeof(struct sb_index_node);
 	count[SB_T_IBUCKETS] = index_buckets(p->index_nodes);
@@ -112,19 +102,15 @@ static int check_params(const struct statebus_params *p, char *err, size_t cap)
 	if (p->max_workers == 0 || p->max_workers > STATEBUS_MAX_WORKERS_LIMIT ||
 	    p->max_dp_ranks == 0 || p->max_dp_ranks > STATEBUS_MAX_DP_RANKS_LIMIT ||
 	    p->max_procs == 0 || p->max_procs > STATEBUS_MAX_PROCS_LIMIT ||
-	    p->arena_block_count == 0 || p->arena_block_count > STATEBUS_BLOCK_COUNT_MAX ||
-	    p->arena_block_size < SB_LINE || p->arena_block_size > STATEBUS_BLOCK_SIZE_MAX ||
-	    p->arena_block_size % SB_LINE != 0 || p->load_fresh_ns == 0 ||
+	    p->load_fresh_ns == 0 ||
 	    p->index_nodes < STATEBUS_INDEX_NODES_MIN || p->index_nodes > STATEBUS_INDEX_NODES_MAX ||
 	    p->index_overflow > STATEBUS_INDEX_NODES_MAX || p->max_dp_ranks > SB_INDEX_RANK_MAX + 1 ||
 	    p->affinity_entries < STATEBUS_AFFINITY_ENTRIES_MIN ||
 	    p->affinity_entries > STATEBUS_AFFINITY_ENTRIES_MAX ||
 	    (p->affinity_entries & (p->affinity_entries - 1)) != 0) {
 		sb_errf(err, cap, "capacities out of range (workers %u, dp ranks %u, procs %u, "
-			"block size %u, blocks %u, index nodes %u, overflow %u, affinity entries "
-			"%u: a power of two from %u to %u)", p->max_workers,
-			p->max_dp_ranks, p->max_procs, p->arena_block_size, p->arena_block_count,
-			p->index_nodes, p->index_overflow, p->affinity_entries,
+			"index nodes %u, overflow %u, affinity entries %u: a power of two from "
+			"%u to %u)", p->max_workers, p->max_dp_ranks, p->max_procs, p->index_nodes, p->index_overflow, p->affinity_entries,
 			STATEBUS_AFFINITY_ENTRIES_MIN, STATEBUS_AFFINITY_ENTRIES_MAX);
 		return SY_ERANGE;
 	}
@@ -136,8 +122,6 @@ static void hdr_params(const struct statebus_hdr *h, struct statebus_params *p)
 	p->max_workers = h->max_workers;
 	p->max_dp_ranks = h->max_dp_ranks;
 	p->max_procs = h->max_procs;
-	p->arena_block_size = h->arena_block_size;
-	p->arena_block_count = h->arena_block_count;
 	p->load_fresh_ns = h->load_fresh_ns;
 	p->index_nodes = h->index_nodes;
 	p->index_overflow = h->index_overflow;
@@ -217,7 +201,7 @@ static int validate(const struct statebus_hdr *h, uint64_t file_size, const char
 }
 
 /* Initialises a freshly truncated (zeroed) mapping; magic published last. */
-static void initialise(struct statebus_hdr *h, uint8_t *base, const struct statebus_params *p)
+static void initialise(struct statebus_hdr *h, const struct statebus_params *p)
 {
 	h->layout_version = STATEBUS_LAYOUT_VERSION;
 	h->header_size = SB_HDR_SIZE;
@@ -225,8 +209,6 @@ static void initialise(struct statebus_hdr *h, uint8_t *base, const struct state
 	h->max_workers = p->max_workers;
 	h->max_dp_ranks = p->max_dp_ranks;
 	h->max_procs = p->max_procs;
-	h->arena_block_size = p->arena_block_size;
-	h->arena_block_count = p->arena_block_count;
 	h->load_fresh_ns = p->load_fresh_ns;
 	h->index_nodes = p->index_nodes;
 	h->index_overflow = p->index_overflow;
@@ -236,11 +218,6 @@ static void initialise(struct statebus_hdr *h, uint8_t *base, const struct state
 	h->created_wall_ns = sy_wall_ns();
 	h->global_epoch = 1;
 	h->index_incarnation = 1;
-	/* Free stack holds every block, lowest index on top. */
-	uint32_t *afree = (uint32_t *)(base + h->tables[SB_T_AFREE].off);
-	for (uint32_t i = 0; i < p->arena_block_count; i++)
-		afree[i] = p->arena_block_count - 1 - i;
-	h->arena.free_top = p->arena_block_count;
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(h->magic, STATEBUS_MAGIC);
 	cmm_smp_mb();
@@ -282,8 +259,6 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 		if (params->max_workers) p.max_workers = params->max_workers;
 		if (params->max_dp_ranks) p.max_dp_ranks = params->max_dp_ranks;
 		if (params->max_procs) p.max_procs = params->max_procs;
-		if (params->arena_block_size) p.arena_block_size = params->arena_block_size;
-		if (params->arena_block_count) p.arena_block_count = params->arena_block_count;
 		if (params->load_fresh_ns) p.load_fresh_ns = params->load_fresh_ns;
 		if (params->index_nodes) {
 			p.index_nodes = params->index_nodes;
@@ -338,7 +313,7 @@ int statebus_region_open(const char *path, const struct statebus_params *params,
 		rc = map_region(fd, size, read_only, &base, path, err, errcap);
 		if (rc != SY_OK)
 			goto fail;
-		initialise((struct statebus_hdr *)base, base, &p);
+		initialise((struct statebus_hdr *)base, &p);
 	} else {
 		size = (uint64_t)st.st_size;
 		if (size < SB_HDR_SIZE) {
@@ -416,8 +391,6 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->daemon_pid = CMM_LOAD_SHARED(h->daemon.pid);
 	out->daemon_start_time = CMM_LOAD_SHARED(h->daemon.start_time);
 	out->daemon_heartbeat_ns = CMM_LOAD_SHARED(h->daemon.heartbeat_ns);
-	out->arena_free = CMM_LOAD_SHARED(h->arena.free_top);
-	out->arena_retired = CMM_LOAD_SHARED(h->arena.retired);
 	out->procs_off = h->tables[SB_T_PROCS].off;
 	out->procs_size = h->tables[SB_T_PROCS].size;
 	out->workers_off = h->tables[SB_T_WORKERS].off;
@@ -426,8 +399,6 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->load_size = h->tables[SB_T_LOAD].size;
 	out->inflight_off = h->tables[SB_T_INFLIGHT].off;
 	out->inflight_size = h->tables[SB_T_INFLIGHT].size;
-	out->arena_off = h->tables[SB_T_ARENA].off;
-	out->arena_size = h->tables[SB_T_ARENA].size;
 	out->index_nodes_off = h->tables[SB_T_INODES].off;
 	out->index_nodes_size = h->tables[SB_T_INODES].size;
 	out->index_buckets_off = h->tables[SB_T_IBUCKETS].off;
@@ -548,22 +519,4 @@ void statebus_counter_add(struct statebus_region *r, unsigned idx, uint64_t delt
 uint64_t statebus_counter_get(const struct statebus_region *r, unsigned idx)
 {
 	return idx < STATEBUS_COUNTERS_MAX ? CMM_LOAD_SHARED(r->hdr->counters[idx]) : 0;
-}
-
-void statebus_root_set(struct statebus_region *r, unsigned idx, uint64_t off)
-{
-	sb_assert_writer(r);
-	if (idx < STATEBUS_ROOTS_MAX) {
-		cmm_smp_wmb(); /* block contents before the offset that names it */
-		CMM_STORE_SHARED(r->hdr->roots[idx], off);
-	}
-}
-
-uint64_t statebus_root_get(const struct statebus_region *r, unsigned idx)
-{
-	if (idx >= STATEBUS_ROOTS_MAX)
-		return 0;
-	uint64_t off = CMM_LOAD_SHARED(r->hdr->roots[idx]);
-	cmm_smp_rmb(); /* pairs with the wmb in statebus_root_set() */
-	return off;
 }

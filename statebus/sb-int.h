@@ -6,16 +6,12 @@
  *
  *   0      header (SB_HDR_SIZE bytes): identity, capacities, table
  *          descriptors; then one cache line each for the global epoch, the
- *          index incarnation, the statebus liveness fields, the arena
- *          bookkeeping; the root words and the counters block.
+ *          index incarnation, the statebus liveness fields, the index
+ *          and affinity bookkeeping; the counters block.
  *   procs     max_procs × struct sb_proc (64 B): pid, start time, role, epoch
  *   workers   max_workers × struct sb_worker_rec: seqlock + statebus_worker
  *   load      max_workers × max_dp_ranks × struct sb_load_rec (64 B each)
  *   inflight  max_procs × max_workers × struct sb_inflight (32 B)
- *   arena     block_count × block_size bytes
- *   afree     block_count × uint32_t: free-list stack of block indices
- *   aretire   block_count × struct sb_retired: FIFO ring (index, epoch)
- *   astate    block_count × uint8_t: SB_BLOCK_* of each block
  *   inodes    (index_nodes + 1) × struct sb_index_node (64 B); node 0 is
  *             the root, never allocated (index.c)
  *   ibuckets  power-of-two ≥ index_nodes × uint32_t: hash-chain heads
@@ -36,10 +32,8 @@
  *   pworkers  max_workers × struct sb_pred_worker (128 B): each worker's
  *             predicted entries in last-predicted order, capacity, counts
  *
- * The arena's bookkeeping lives outside the blocks, so a block handed to
- * readers is never written by the allocator until it is reclaimed.
- * Writer-only fields (arena state, seqlock words of workers and load) are
- * changed only by the holder of the writer lock.
+ * Writer-only fields (index bookkeeping, seqlock words of workers and load)
+ * are changed only by the holder of the writer lock.
  */
 #ifndef SY_STATEBUS_SB_INT_H
 #define SY_STATEBUS_SB_INT_H
@@ -75,10 +69,6 @@ enum sb_table_id {
 	SB_T_WORKERS,
 	SB_T_LOAD,
 	SB_T_INFLIGHT,
-	SB_T_ARENA,
-	SB_T_AFREE,
-	SB_T_ARETIRE,
-	SB_T_ASTATE,
 	SB_T_INODES,
 	SB_T_IBUCKETS,
 	SB_T_IOVF,
@@ -99,12 +89,7 @@ struct sb_table {
 	uint32_t stride; /* bytes per element */
 };
 
-enum sb_block_state {
-	SB_BLOCK_FREE = 0,
-	SB_BLOCK_ALLOCATED = 1,
-	SB_BLOCK_RETIRED = 2,
-};
-
+/* Fill byte of index entries reclaimed after a grace period (index.c). */
 #define SB_POISON 0x6b
 
 struct statebus_hdr {
@@ -116,8 +101,6 @@ struct statebus_hdr {
 	uint32_t max_workers;
 	uint32_t max_dp_ranks;
 	uint32_t max_procs;
-	uint32_t arena_block_size;
-	uint32_t arena_block_count;
 	uint32_t reserved0;
 	uint64_t load_fresh_ns;
 	uint64_t created_wall_ns;
@@ -127,7 +110,7 @@ struct statebus_hdr {
 	uint32_t affinity_entries;            /* power of two */
 	struct sb_table tables[SB_T_COUNT_];
 
-	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by retire */
+	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by sb_epoch_stamp() */
 	uint64_t index_incarnation SB_ALIGNED;
 
 	struct {
@@ -136,13 +119,6 @@ struct statebus_hdr {
 		uint64_t start_time;
 		uint64_t heartbeat_ns;
 	} daemon SB_ALIGNED;
-
-	struct {                               /* writer-only */
-		uint32_t free_top;             /* entries on the afree stack */
-		uint32_t retire_head;          /* ring index of the oldest retired */
-		uint32_t retired;              /* entries in the ring */
-		uint32_t reserved;
-	} arena SB_ALIGNED;
 
 	struct sb_index_hdr {                  /* writer-only, read by stats */
 		uint32_t busy;                 /* 1 while an update runs (repair) */
@@ -199,7 +175,6 @@ struct statebus_hdr {
 		uint64_t sweeps;
 	} affinity SB_ALIGNED;
 
-	uint64_t roots[STATEBUS_ROOTS_MAX] SB_ALIGNED;
 	uint64_t counters[STATEBUS_COUNTERS_MAX] SB_ALIGNED;
 };
 _Static_assert(sizeof(struct statebus_hdr) <= SB_HDR_SIZE, "header fits its page");
@@ -254,12 +229,6 @@ struct sb_stream_rec {
 	struct statebus_stream s;
 } SB_ALIGNED;
 _Static_assert(sizeof(struct sb_stream_rec) == 2 * SB_LINE, "stream record is two cache lines");
-
-struct sb_retired {
-	uint32_t idx;
-	uint32_t reserved;
-	uint64_t epoch;
-};
 
 /* Radix index (index.c). One owner entry is one 64-bit word, so readers
  * load it in one access: generation (bits 0–31), worker slot (32–47), DP
@@ -358,7 +327,7 @@ _Static_assert(sizeof(struct sb_affinity_lock) == SB_LINE, "affinity lock is one
  * it (index.c). Returns 1 when it did, else 0. */
 int sb_index_repair(struct statebus_region *r);
 
-/* Epoch primitives shared by the arena and the index (epoch.c).
+/* Epoch primitives of the index's deferred reclamation (epoch.c).
  * sb_epoch_stamp: returns the epoch to stamp blocks unpublished just before
  * (write barrier first) and advances the global epoch. sb_epoch_safe:
  * every retired item stamped strictly below the returned epoch is

@@ -2,9 +2,9 @@
  *
  *   syctl [--shm PATH] [--json] COMMAND [options]
  *
- * Commands (Foundations; index and match from issue 3, syctl_index.c):
+ * Commands (index and match in syctl_index.c, affinity in syctl_affinity.c):
  *   create [--max-workers N] [--max-dp-ranks N] [--max-procs N]
- *          [--arena-blocks N] [--arena-block-size BYTES] [--index-nodes N]
+ *          [--index-nodes N]
  *                      create and initialise the region (attach if present;
  *                      capacities given that the region does not have are an
  *                      error), then print its header
@@ -91,7 +91,6 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: syctl [--shm PATH] [--json] COMMAND\n"
 		"commands: create [--max-workers N] [--max-dp-ranks N] [--max-procs N]\n"
-		"                 [--arena-blocks N] [--arena-block-size BYTES]\n"
 		"                 [--index-nodes N] [--group NAME]\n"
 		"          destroy | header | workers | load | inflight | readers | streams\n"
 		"          affinity\n"
@@ -150,8 +149,6 @@ static bool capacities_differ(struct statebus_region *r, const struct syctl_opts
 		{"max_workers", o->params.max_workers, h.params.max_workers},
 		{"max_dp_ranks", o->params.max_dp_ranks, h.params.max_dp_ranks},
 		{"max_procs", o->params.max_procs, h.params.max_procs},
-		{"arena_block_count", o->params.arena_block_count, h.params.arena_block_count},
-		{"arena_block_size", o->params.arena_block_size, h.params.arena_block_size},
 		{"index_nodes", o->params.index_nodes, h.params.index_nodes},
 	};
 	bool differ = false;
@@ -192,18 +189,12 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 		json_object_set_new(cap, "max_workers", json_integer(h.params.max_workers));
 		json_object_set_new(cap, "max_dp_ranks", json_integer(h.params.max_dp_ranks));
 		json_object_set_new(cap, "max_procs", json_integer(h.params.max_procs));
-		json_object_set_new(cap, "arena_block_size", json_integer(h.params.arena_block_size));
-		json_object_set_new(cap, "arena_block_count", json_integer(h.params.arena_block_count));
 		json_object_set_new(cap, "index_nodes", json_integer(h.params.index_nodes));
 		json_object_set_new(cap, "index_overflow", json_integer(h.params.index_overflow));
 		json_object_set_new(cap, "affinity_entries", json_integer(h.params.affinity_entries));
 		json_object_set_new(cap, "load_fresh_ms",
 				    json_integer((json_int_t)(h.params.load_fresh_ns / 1000000u)));
 		json_object_set_new(t, "capacities", cap);
-		json_t *arena = json_object();
-		json_object_set_new(arena, "free_blocks", json_integer(h.arena_free));
-		json_object_set_new(arena, "retired_blocks", json_integer(h.arena_retired));
-		json_object_set_new(t, "arena", arena);
 		json_t *sb = json_object();
 		json_object_set_new(sb, "pid", h.daemon_pid ? json_integer(h.daemon_pid) : json_null());
 		json_object_set_new(sb, "live", json_boolean(live));
@@ -218,7 +209,6 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			{"workers", h.workers_off, h.workers_size},
 			{"load", h.load_off, h.load_size},
 			{"inflight", h.inflight_off, h.inflight_size},
-			{"arena", h.arena_off, h.arena_size},
 			{"index_nodes", h.index_nodes_off, h.index_nodes_size},
 			{"index_buckets", h.index_buckets_off, h.index_buckets_size},
 			{"index_overflow", h.index_overflow_off, h.index_overflow_size},
@@ -242,10 +232,8 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 	printf("size               %" PRIu64 " bytes\n", h.total_size);
 	printf("global epoch       %" PRIu64 "\n", h.global_epoch);
 	printf("index incarnation  %" PRIu64 "\n", h.index_incarnation);
-	printf("capacities         workers %u, dp ranks/worker %u, procs %u, arena %u x %u B\n",
-	       h.params.max_workers, h.params.max_dp_ranks, h.params.max_procs,
-	       h.params.arena_block_count, h.params.arena_block_size);
-	printf("arena              %u free, %u retired\n", h.arena_free, h.arena_retired);
+	printf("capacities         workers %u, dp ranks/worker %u, procs %u\n",
+	       h.params.max_workers, h.params.max_dp_ranks, h.params.max_procs);
 	printf("index              %u nodes (%" PRIu64 " B), buckets %" PRIu64 " B, "
 	       "%u overflow records (%" PRIu64 " B)\n", h.params.index_nodes, h.index_nodes_size,
 	       h.index_buckets_size, h.params.index_overflow, h.index_overflow_size);
@@ -726,9 +714,9 @@ int main(int argc, char **argv)
 {
 	struct syctl_opts o = {.shm = STATEBUS_DEFAULT_PATH};
 	memset(&o.params, 0, sizeof(o.params));
-	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_BLOCKS, OPT_BLOCK_SIZE,
-	       OPT_INDEX_NODES, OPT_WORKER, OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM,
-	       OPT_SALT, OPT_GROUP, OPT_LORA, OPT_DP_RANK };
+	enum { OPT_MAX_WORKERS = 256, OPT_MAX_RANKS, OPT_MAX_PROCS, OPT_INDEX_NODES, OPT_WORKER,
+	       OPT_TOKENS, OPT_HASHES, OPT_KV_BLOCK, OPT_BIGRAM, OPT_SALT, OPT_GROUP, OPT_LORA,
+	       OPT_DP_RANK };
 	static const struct option longopts[] = {
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
@@ -736,8 +724,6 @@ int main(int argc, char **argv)
 		{"max-workers", required_argument, NULL, OPT_MAX_WORKERS},
 		{"max-dp-ranks", required_argument, NULL, OPT_MAX_RANKS},
 		{"max-procs", required_argument, NULL, OPT_MAX_PROCS},
-		{"arena-blocks", required_argument, NULL, OPT_BLOCKS},
-		{"arena-block-size", required_argument, NULL, OPT_BLOCK_SIZE},
 		{"index-nodes", required_argument, NULL, OPT_INDEX_NODES},
 		{"worker", required_argument, NULL, OPT_WORKER},
 		{"tokens", required_argument, NULL, OPT_TOKENS},
@@ -763,8 +749,6 @@ int main(int argc, char **argv)
 		case OPT_MAX_WORKERS: dst = &o.params.max_workers; break;
 		case OPT_MAX_RANKS: dst = &o.params.max_dp_ranks; break;
 		case OPT_MAX_PROCS: dst = &o.params.max_procs; break;
-		case OPT_BLOCKS: dst = &o.params.arena_block_count; break;
-		case OPT_BLOCK_SIZE: dst = &o.params.arena_block_size; break;
 		case OPT_INDEX_NODES: dst = &o.params.index_nodes; break;
 		case OPT_WORKER: o.worker = optarg; break;
 		case OPT_TOKENS: o.tokens = optarg; break;

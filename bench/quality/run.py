@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""bench/quality/run.py — routing quality on a shared-prefix workload
-(issue 6 "bench/quality"): the same multi-turn chat sessions, in the same
+"""bench/quality/run.py — routing quality on a shared-prefix workload:
+the same multi-turn chat sessions, in the same
 order and at the same concurrency, through switchyard-router with
 round_robin, power_of_two, cache_aware and session_aware, and through
 HAProxy `balance random(2)` pointed at the same mock engines.

@@ -128,7 +128,7 @@ struct sy_chat_span {
  *   reasoning_content  optional, role "assistant" (Qwen3 thinking): present
  *                 when ptr != NULL (even with len 0), absent when ptr NULL.
  * Multi-part content arrays are not represented: a caller joins text parts
- * or falls back. Added in issue 7: tool_calls, reasoning_content. */
+ * or falls back. tool_calls and reasoning_content are spans like content. */
 struct sy_chat_message {
 	struct sy_chat_span role;
 	struct sy_chat_span content;

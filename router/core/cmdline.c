@@ -1,4 +1,4 @@
-/* config_args.c — switchyard-router's command line over the common loader.
+/* cmdline.c — switchyard-router's command line over the common loader.
  *
  *   switchyard-router [--config FILE] [--check-config] [--FLAG VALUE]...
  *

@@ -1,4 +1,4 @@
-/* router_error.c — the router's error value (router_error.h). */
+/* error.c — the router's error value (error.h). */
 #include "router/core/error.h"
 
 #include <stdarg.h>

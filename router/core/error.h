@@ -1,4 +1,4 @@
-/* router_error.h — the error value every router step returns (prepare,
+/* error.h — the error value every router step returns (prepare,
  * resolve, pick, select), mapped 1:1 to the HTTP error body by the data
  * plane: {"error":{"type","code","message","details"?}} plus header
  * `x-router-error-code: <code>` (DESIGN.md §9, reference/policy-defaults.md §8).

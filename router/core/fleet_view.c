@@ -1,4 +1,4 @@
-/* fleet.c — the process-local workers snapshot (fleet.h).
+/* fleet_view.c — the process-local workers snapshot (fleet_view.h).
  *
  * Refresh: read every slot with statebus_worker_read (seqlock copy; a free or
  * torn slot is skipped), keep ACTIVE workers, sort them by ID, and intern

@@ -1,4 +1,4 @@
-/* fleet.h — a process-local, sorted snapshot of the state plane's workers
+/* fleet_view.h — a process-local, sorted snapshot of the state plane's workers
  * table, refreshed at most every `refresh_ns` (and at once when forced).
  *
  * Why: statebus_worker_read() copies a ~700-byte record under a seqlock; doing

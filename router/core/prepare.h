@@ -120,7 +120,7 @@ typedef bool (*router_header_fn)(void *ctx, const char *name, size_t name_len,
 
 /* Per-generation preparation options (router_gen holds one: gen->prepare). */
 struct router_prepare_opts {
-	const struct sy_tokenizer *tokenizer; /* borrowed; "bytes", "off", later "hf" */
+	const struct sy_tokenizer *tokenizer; /* borrowed; "bytes", "hf" or "off" */
 	const char *default_model;            /* model when the body names none */
 	const char *session_header;           /* lower-case, e.g. "x-session-id" */
 	const char *routing_header;           /* lower-case, e.g. "x-sgl-routing-key" */

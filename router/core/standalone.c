@@ -1,4 +1,4 @@
-/* degraded.c — the master's duties while no statebus runs (DESIGN.md §5).
+/* standalone.c — the master's duties while no statebus runs (DESIGN.md §5).
  *
  * Without a live statebus (header heartbeat), the master registers the
  * static fleet of the configuration in the workers table under the region's

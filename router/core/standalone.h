@@ -1,4 +1,4 @@
-/* degraded.h — routing without a statebus (see degraded.c). */
+/* standalone.h — routing without a statebus (see standalone.c). */
 #ifndef SY_ROUTER_DEGRADED_H
 #define SY_ROUTER_DEGRADED_H
 

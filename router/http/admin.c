@@ -212,13 +212,7 @@ static int workers_list(h2o_req_t *req)
 	uint64_t now = sy_mono_ns();
 	rt_buf_printf(&b, "],\"statebus_live\":%s}\n",
 		      r && statebus_daemon_live(r, now, 5000000000ull) ? "true" : "false");
-	if (b.oom) {
-		rt_buf_free(&b);
-		return rt_send_errorf(req, ROUTE_WORKERS, 500, "internal_error", "out of memory");
-	}
-	rt_send_body(req, ROUTE_WORKERS, 200, "application/json", b.p, b.n);
-	rt_buf_free(&b);
-	return 0;
+	return rt_send_json(req, ROUTE_WORKERS, &b);
 }
 
 static int hexval(char c)

@@ -1,7 +1,7 @@
 /* error_body.h — the JSON body of the router's error value (struct
  * router_error, router/core/error.h) and the code table (DESIGN.md §9,
  * reference/policy-defaults.md §8). Pure formatting, no h2o:
- * error_response.c sends what this writes, the oversize filter and the
+ * response.c sends what this writes, the oversize filter and the
  * unit tests use it directly.
  *
  *   {"error":{"type":"invalid_request_error"|"server_error","code":CODE,

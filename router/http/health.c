@@ -65,13 +65,7 @@ int rt_route_models(h2o_req_t *req)
 	if (!b.oom)
 		models_each(rt_w.gen, model_cb, &b);
 	rt_buf_puts(&b, "]}\n");
-	if (b.oom) {
-		rt_buf_free(&b);
-		return rt_send_errorf(req, ROUTE_MODELS, 500, "internal_error", "out of memory");
-	}
-	rt_send_body(req, ROUTE_MODELS, 200, "application/json", b.p, b.n);
-	rt_buf_free(&b);
-	return 0;
+	return rt_send_json(req, ROUTE_MODELS, &b);
 }
 
 static int cb_state(uint32_t slot) { return (int)rt_breaker_state(rt_w.breakers, slot); }

@@ -236,12 +236,8 @@ int rt_route_infer(h2o_req_t *req, enum route route)
 	uint64_t t0 = sy_mono_ns();
 	struct router_gen *g = rt_w.gen;
 	h2o_iovec_t body = req->entity;
-	if (body.base == NULL || body.len == 0)
-		return rt_send_errorf(req, route, 400, "bad_request", "a JSON request body is required");
-	if (body.len > g->cfg.router.max_body_bytes)
-		return rt_send_errorf(req, route, 413, "payload_too_large",
-				      "request body of %zu bytes exceeds the limit of %llu bytes",
-				      body.len, (unsigned long long)g->cfg.router.max_body_bytes);
+	if (rt_body_refused(req, route, g->cfg.router.max_body_bytes))
+		return 0;
 
 	struct router_error err;
 	struct infer_request *ir = rt_infer_prepare(g, route, req, t0, &err);

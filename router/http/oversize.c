@@ -7,11 +7,11 @@
  * filters of the path it is attached to — the host's fallback path, or the
  * matched path — so a filter on both rewrites it: JSON error body,
  * `x-router-error-code: payload_too_large`, `x-request-id`, counted in the
- * metrics and the access log. Our own 413s (routes/infer.c) already carry
+ * metrics and the access log. Our own 413s (http/infer.c) already carry
  * x-router-error-code and pass unchanged. h2o still closes the connection
  * after its 413 (the rest of the body is never read). HTTP/2 is out of
  * reach: h2o 2.2 resets such a stream (REFUSED_STREAM) without a response;
- * server.c sets h2o's limit to twice the router's so that this only
+ * worker.c sets h2o's limit to twice the router's so that this only
  * happens past 2× the limit.
  */
 #include <stdio.h>

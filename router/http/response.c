@@ -86,3 +86,30 @@ int rt_send_errorf(h2o_req_t *req, enum route route, int status, const char *cod
 	va_end(ap);
 	return rt_send_error(req, route, &e);
 }
+
+int rt_send_json(h2o_req_t *req, enum route route, struct rt_buf *b)
+{
+	if (b->oom) {
+		rt_buf_free(b);
+		return rt_send_errorf(req, route, 500, "internal_error", "out of memory");
+	}
+	int rc = rt_send_body(req, route, 200, "application/json", b->p, b->n);
+	rt_buf_free(b);
+	return rc;
+}
+
+bool rt_body_refused(h2o_req_t *req, enum route route, uint64_t max_body_bytes)
+{
+	h2o_iovec_t body = req->entity;
+	if (body.base == NULL || body.len == 0) {
+		rt_send_errorf(req, route, 400, "bad_request", "a JSON request body is required");
+		return true;
+	}
+	if (body.len > max_body_bytes) {
+		rt_send_errorf(req, route, 413, "payload_too_large",
+			       "request body of %zu bytes exceeds the limit of %llu bytes", body.len,
+			       (unsigned long long)max_body_bytes);
+		return true;
+	}
+	return false;
+}

@@ -5,10 +5,13 @@
 #ifndef SY_ROUTER_HTTP_RESPONSE_H
 #define SY_ROUTER_HTTP_RESPONSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <h2o.h>
 
+#include "router/core/buf.h"
 #include "router/core/error.h"
 #include "router/core/route.h"
 
@@ -27,6 +30,14 @@ int rt_send_errorf(h2o_req_t *req, enum route route, int status, const char *cod
  * content-type `ctype` (NULL: none). Returns 0. */
 int rt_send_body(h2o_req_t *req, enum route route, int status, const char *ctype,
 		 const char *body, size_t len);
+
+/* Sends 200 application/json with b's text, or 500 internal_error when b
+ * ran out of memory; frees b. Returns 0. */
+int rt_send_json(h2o_req_t *req, enum route route, struct rt_buf *b);
+
+/* Sends 400 bad_request for a missing or empty request body, 413
+ * payload_too_large for one over max_body_bytes; returns true when it did. */
+bool rt_body_refused(h2o_req_t *req, enum route route, uint64_t max_body_bytes);
 
 /* Reason phrase of an HTTP status ("OK", "Bad Request", ...). */
 const char *rt_reason(int status);

@@ -1,6 +1,6 @@
 /* routes.h — the router's HTTP routes (DESIGN.md §9 "Routes",
  * reference/policy-defaults.md §7). Each takes the h2o request after the
- * method check in server.c and returns 0 (handled). */
+ * method check in worker.c and returns 0 (handled). */
 #ifndef SY_ROUTER_ROUTES_H
 #define SY_ROUTER_ROUTES_H
 

@@ -76,17 +76,6 @@ static void put_ids(struct rt_buf *b, const struct sy_tokens *t)
 	rt_buf_printf(b, "],\"count\":%zu", t->len);
 }
 
-static int send_buf(h2o_req_t *req, enum route route, struct rt_buf *b)
-{
-	if (b->oom) {
-		rt_buf_free(b);
-		return rt_send_errorf(req, route, 500, "internal_error", "out of memory");
-	}
-	int rc = rt_send_body(req, route, 200, "application/json", b->p, b->n);
-	rt_buf_free(b);
-	return rc;
-}
-
 /* Maps a tokenizer error to the response. */
 static int tok_error(h2o_req_t *req, enum route route, int rc, const char *what)
 {
@@ -152,7 +141,7 @@ static int tokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root
 						    : "prompt or messages: required");
 	}
 	sy_tokens_free(&ids);
-	return send_buf(req, route, &b);
+	return rt_send_json(req, route, &b);
 }
 
 static int detokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *root)
@@ -194,19 +183,15 @@ static int detokenize(h2o_req_t *req, const struct sy_tokenizer *tok, json_t *ro
 	put_text(&b, text.data ? text.data : "", text.len);
 	rt_buf_puts(&b, "\"}");
 	sy_textbuf_free(&text);
-	return send_buf(req, route, &b);
+	return rt_send_json(req, route, &b);
 }
 
 int rt_route_tokenize(h2o_req_t *req, enum route route)
 {
 	struct router_gen *g = rt_w.gen;
 	h2o_iovec_t body = req->entity;
-	if (body.base == NULL || body.len == 0)
-		return rt_send_errorf(req, route, 400, "bad_request", "a JSON request body is required");
-	if (body.len > g->cfg.router.max_body_bytes)
-		return rt_send_errorf(req, route, 413, "payload_too_large",
-				      "request body of %zu bytes exceeds the limit of %llu bytes",
-				      body.len, (unsigned long long)g->cfg.router.max_body_bytes);
+	if (rt_body_refused(req, route, g->cfg.router.max_body_bytes))
+		return 0;
 	const struct sy_tokenizer *tok = g->tokenizer;
 	if (tok == NULL || !sy_tokenizer_has_ids(tok))
 		return rt_send_errorf(req, route, 400, "bad_request", "the router has no token ids (--tokenizer off)");

@@ -16,12 +16,6 @@ void admission_limits_none(struct admission_limits *l)
 	l->max_inflight_requests = ADMISSION_NO_CAP;
 }
 
-bool admission_limits_empty(const struct admission_limits *l)
-{
-	return l->max_running_requests < 0 && l->max_waiting_requests < 0 && l->max_kv_tokens < 0 &&
-	       l->max_pending_prefill_tokens < 0 && l->max_inflight_requests < 0;
-}
-
 /* metric ≥ cap, for a set cap. */
 static bool at_cap(int64_t cap, uint64_t metric)
 {

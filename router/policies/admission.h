@@ -69,9 +69,6 @@ struct engine_load {
 /* No caps at all. */
 void admission_limits_none(struct admission_limits *l);
 
-/* True when no cap is set (the check can be skipped). */
-bool admission_limits_empty(const struct admission_limits *l);
-
 /* The admission decision for one engine: ADMIT_OK or the cap that rejects. */
 enum admission_limit engine_admission_check(const struct admission_limits *l,
 					    const struct engine_load *load);

@@ -21,42 +21,6 @@
 
 /* ---- names ------------------------------------------------------------- */
 
-const char *pick_outcome_name(enum pick_outcome o)
-{
-	switch (o) {
-	case PICK_OK:
-		return "ok";
-	case PICK_NO_MATCHING_BUCKET:
-		return "no_matching_bucket";
-	case PICK_NO_CANDIDATES:
-		return "no_candidates";
-	case PICK_NO_ADMISSIBLE_ENGINE:
-		return "no_admissible_engine";
-	case PICK_ADMISSION_REJECTED:
-		return "admission_rejected";
-	case PICK_INVALID_SIGNAL:
-		return "invalid_signal";
-	case PICK_INVALID_CONFIGURATION:
-		return "invalid_configuration";
-	case PICK_OUTSIDE_CANDIDATES:
-		return "outside_candidates";
-	}
-	return "unknown";
-}
-
-const char *engine_stage_name(enum engine_stage s)
-{
-	switch (s) {
-	case STAGE_PLAIN:
-		return "plain";
-	case STAGE_PREFILL:
-		return "prefill";
-	case STAGE_DECODE:
-		return "decode";
-	}
-	return "unknown";
-}
-
 _Static_assert(POLICY_KIND_INVALID_ == SY_POLICY_COUNT,
 	       "enum policy_kind follows common/config.h's sy_policy_names");
 

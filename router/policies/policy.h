@@ -13,14 +13,14 @@
  * per pick (pick_ctx_load), so a policy that looks at two engines pays for
  * two.
  *
- * Policies own their state (a round-robin cursor, issue 6's bindings
- * handles) inside `struct policy`, which lives in a configuration generation
+ * Policies own their state (a round-robin cursor, the affinity
+ * policies' handles) inside `struct policy`, which lives in a configuration generation
  * (router/core/generation.h): process-local, single-threaded, reset by a reload.
  *
  * Implemented here: round_robin (policies/round_robin.c), random
  * (policies/random.c), power_of_n (policies/power_of_n.c; power_of_two =
  * power_of_n with N = 2), load_based (policies/load_based.c), cache_aware
- * (policies/cache_aware.c, with its prefix sources in policies/cache_source.c),
+ * (policies/cache/cache_aware.c, prefix sources in policies/cache/cache_source.c),
  * and the affinity policies session_aware (policies/session_aware.c) and
  * sticky (policies/sticky.c), whose bindings live in the state plane's
  * affinity store (policies/affinity.c, statebus/affinity.c).
@@ -42,15 +42,12 @@ enum pick_outcome {
 	PICK_NO_MATCHING_BUCKET,     /* resolver: no bucket accepts the request */
 	PICK_NO_CANDIDATES,          /* group: no live worker passes the filters */
 	PICK_NO_ADMISSIBLE_ENGINE,   /* policy: every evaluated candidate rejected
-					(cache_aware, issue 6) */
+					(cache_aware) */
 	PICK_ADMISSION_REJECTED,     /* policy: the chosen engine failed admission */
 	PICK_INVALID_SIGNAL,         /* bad request signal (SLO target, peak < input) */
 	PICK_INVALID_CONFIGURATION,  /* e.g. a policy kind a stage refuses */
 	PICK_OUTSIDE_CANDIDATES,     /* policy answered with a non-candidate */
 };
-
-/* Static name: "ok", "no_matching_bucket", ... */
-const char *pick_outcome_name(enum pick_outcome o);
 
 /* Stage of a group; values equal enum statebus_worker_role. */
 enum engine_stage {
@@ -58,8 +55,6 @@ enum engine_stage {
 	STAGE_PREFILL = 1,
 	STAGE_DECODE = 2,
 };
-
-const char *engine_stage_name(enum engine_stage s); /* "plain", "prefill", "decode" */
 
 /* One candidate of a pick. `id` borrows from the worker cache of the
  * generation and is valid for the pick (copy it into a selection). */
@@ -85,7 +80,7 @@ struct pick_ctx {
 	const struct statebus_region *region;
 	uint64_t now_ns;                 /* CLOCK_MONOTONIC of the selection */
 	enum engine_stage stage;
-	const char *bucket_id;           /* for issue 6 binding keys */
+	const char *bucket_id;           /* part of affinity binding keys */
 	struct engine_candidate *cands;  /* sorted by id; n ≥ 1 when a policy runs */
 	size_t n;
 	const struct engine_candidate *prefill; /* decode stage of PD: the prefill
@@ -121,7 +116,7 @@ struct policy_ops {
 	const char *name; /* "round_robin", "random", "power_of_n", ... */
 	/* Picks from ctx->cands (n ≥ 1). Fills out->worker and out->reason on
 	 * PICK_OK; runs admission itself (on the winner, or per candidate for
-	 * issue 6's cache_aware) and records rejections via policy_reject(). */
+	 * cache_aware) and records rejections via policy_reject(). */
 	enum pick_outcome (*pick)(struct policy *p, struct pick_ctx *ctx, struct pick *out);
 	void (*destroy)(struct policy *p); /* releases `state`; may be NULL */
 };
@@ -140,7 +135,7 @@ struct policy {
 	struct policy *fallback; /* session_aware: power_of_n (N = n_choices);
 				    sticky: its fallback (default round_robin);
 				    owned, NULL otherwise */
-	void *state;          /* issue 6 policies' own state */
+	void *state;          /* the policy's own state (cache_aware, affinity) */
 };
 
 /* Parses a policy type name: "round_robin", "random", "power_of_n",

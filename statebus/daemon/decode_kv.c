@@ -29,13 +29,6 @@ void sbd_kv_decoder_free(struct sbd_kv_decoder *d)
 	memset(d, 0, sizeof(*d));
 }
 
-const char *sbd_medium_name(int medium)
-{
-	static const char *const names[] = {"absent", "GPU", "CPU_PINNED", "CPU",
-					    "DISK", "EXTERNAL", "unknown"};
-	return medium >= 0 && medium <= SBD_MEDIUM_UNKNOWN ? names[medium] : "unknown";
-}
-
 /* State of one decode call. */
 struct kv_ctx {
 	struct sbd_kv_decoder *d;

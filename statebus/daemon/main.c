@@ -216,7 +216,6 @@ static void periodic(struct sbd *d, uint64_t now)
 			statebus_counter_add(d->r, STATEBUS_CTR_PROCS_REAPED, (uint64_t)n);
 			sy_info("reaped %d dead process slot(s)", n);
 		}
-		(void)statebus_reclaim(d->r);
 		d->next_sweep_ns = now + 1000000000u;
 	}
 	if (now >= d->next_affinity_sweep_ns) {

@@ -129,7 +129,4 @@ struct sbd_load_stat {
  * SY_ETRUNC on truncated input. */
 int sbd_load_decode(const uint8_t *buf, size_t len, struct sbd_load_stat *out);
 
-/* Name of a medium for logs ("GPU", "absent", ...). */
-const char *sbd_medium_name(int medium);
-
 #endif

@@ -20,11 +20,12 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 5u /* 2: radix index tables; 3: + streams table;
+#define STATEBUS_LAYOUT_VERSION 6u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
-                                        owner word with a fifth tier bit */
+                                        owner word with a fifth tier bit;
+                                     6: − arena tables and root words */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -36,8 +37,6 @@
 #define STATEBUS_DEFAULT_MAX_WORKERS 256u
 #define STATEBUS_DEFAULT_MAX_DP_RANKS 16u
 #define STATEBUS_DEFAULT_MAX_PROCS 64u
-#define STATEBUS_DEFAULT_BLOCK_SIZE 256u     /* bytes */
-#define STATEBUS_DEFAULT_BLOCK_COUNT 16384u  /* 4 MiB of arena */
 #define STATEBUS_DEFAULT_INDEX_NODES 131072u /* radix index nodes (8 MiB) */
 #define STATEBUS_DEFAULT_AFFINITY_ENTRIES 65536u /* affinity bindings (4 MiB) */
 /* Load freshness window: a rank's report older than this is stale
@@ -48,8 +47,6 @@
 #define STATEBUS_MAX_WORKERS_LIMIT 65536u
 #define STATEBUS_MAX_DP_RANKS_LIMIT 1024u
 #define STATEBUS_MAX_PROCS_LIMIT 4096u
-#define STATEBUS_BLOCK_SIZE_MAX 65536u       /* bytes; multiple of 64 */
-#define STATEBUS_BLOCK_COUNT_MAX (1u << 24)
 #define STATEBUS_INDEX_NODES_MIN 16u
 #define STATEBUS_INDEX_NODES_MAX (1u << 26)  /* 4 GiB of nodes */
 #define STATEBUS_AFFINITY_ENTRIES_MIN 64u    /* power of two */
@@ -62,8 +59,6 @@ struct statebus_params {
 	uint32_t max_workers;       /* worker slots (default 256) */
 	uint32_t max_dp_ranks;      /* load records per worker (default 16) */
 	uint32_t max_procs;         /* process slots = in-flight rows (default 64) */
-	uint32_t arena_block_size;  /* bytes per arena block, multiple of 64 (default 256) */
-	uint32_t arena_block_count; /* arena blocks (default 16384) */
 	uint64_t load_fresh_ns;     /* freshness window, ns (default 5 s) */
 	uint32_t index_nodes;       /* radix index capacity in nodes = indexed
 	                               (block, position) pairs (default 131072;
@@ -92,12 +87,9 @@ enum statebus_open_flags {
 	                             bracket, no writer lock (SY_EPERM) */
 };
 
-/* Number of 64-bit counters in the header (meaning assigned by later issues:
+/* Number of 64-bit counters in the header (meanings in statebus-counters.h:
  * event decode failures, gaps, resets, evictions, ...). */
 #define STATEBUS_COUNTERS_MAX 64u
-/* Number of 64-bit "root" words in the header: offsets of structures that
- * later tables build in the arena (radix index root, affinity table, ...). */
-#define STATEBUS_ROOTS_MAX 8u
 
 /* Consistent copy of the header for tools (syctl header). */
 struct statebus_header_info {
@@ -111,14 +103,11 @@ struct statebus_header_info {
 	int32_t daemon_pid;             /* 0 = no statebus announced */
 	uint64_t daemon_start_time;     /* /proc/<pid>/stat field 22, clock ticks */
 	uint64_t daemon_heartbeat_ns;   /* CLOCK_MONOTONIC of the last heartbeat */
-	uint32_t arena_free;            /* blocks on the free list */
-	uint32_t arena_retired;         /* blocks waiting for a grace period */
 	/* Offsets (bytes from the region start) and sizes of every table. */
 	uint64_t procs_off, procs_size;
 	uint64_t workers_off, workers_size;
 	uint64_t load_off, load_size;
 	uint64_t inflight_off, inflight_size;
-	uint64_t arena_off, arena_size;
 	uint64_t index_nodes_off, index_nodes_size;       /* radix index node pool */
 	uint64_t index_buckets_off, index_buckets_size;   /* hash → node chains */
 	uint64_t index_overflow_off, index_overflow_size; /* extra owner records */

@@ -121,12 +121,6 @@ bool statebus_daemon_live(const struct statebus_region *r, uint64_t now_ns, uint
 void statebus_counter_add(struct statebus_region *r, unsigned idx, uint64_t delta);
 uint64_t statebus_counter_get(const struct statebus_region *r, unsigned idx);
 
-/* Root words (STATEBUS_ROOTS_MAX): offsets of arena structures of later
- * tables. set [writer] publishes with release order; get is a read inside a
- * bracket. idx out of range: set ignored, get returns 0. */
-void statebus_root_set(struct statebus_region *r, unsigned idx, uint64_t off);
-uint64_t statebus_root_get(const struct statebus_region *r, unsigned idx);
-
 /* ======================================================================== */
 /* Process slots and epochs (epoch.c)                                       */
 
@@ -159,9 +153,9 @@ void statebus_read_enter_unclaimed_(struct statebus_region *r);
 
 /* Reader bracket. Enter publishes the current global epoch in the caller's
  * slot followed by a full barrier; leave publishes STATEBUS_EPOCH_IDLE with
- * release order. Blocks retired while a bracket is open are not reclaimed
- * until it closes. Brackets nest (only the outermost publishes). Requires a
- * claimed slot (BUG otherwise). Never blocks, never fails. */
+ * release order. Index entries retired while a bracket is open are not
+ * reclaimed until it closes. Brackets nest (only the outermost publishes).
+ * Requires a claimed slot (BUG otherwise). Never blocks, never fails. */
 static inline void statebus_read_enter(struct statebus_region *r)
 {
 	if (r->read_depth++ != 0)
@@ -182,37 +176,6 @@ static inline void statebus_read_leave(struct statebus_region *r)
 	/* Release: every read of the bracket completes before idle shows. */
 	__atomic_store_n(r->self_epoch, STATEBUS_EPOCH_IDLE, __ATOMIC_RELEASE);
 }
-
-/* ======================================================================== */
-/* Arena and reclamation (epoch.c)                                          */
-
-/* Allocates one arena block (arena_block_size bytes, 64-byte aligned);
- * *off is its region offset. Contents are unspecified (poisoned if it was
- * reclaimed). [writer] Errors: SY_ENOSPC (no free block: reclaim or evict). */
-int statebus_arena_alloc(struct statebus_region *r, uint64_t *off);
-
-/* Returns a block that was never published to readers straight to the free
- * list. [writer] Errors: SY_EINVAL (not an allocated block). */
-int statebus_arena_free(struct statebus_region *r, uint64_t off);
-
-/* Retires a block that readers may still hold: stamps it with the current
- * global epoch and advances the global epoch. The caller must have
- * unpublished it first. [writer] Errors: SY_EINVAL (not an allocated
- * block). */
-int statebus_retire(struct statebus_region *r, uint64_t off);
-
-/* Frees every retired block whose stamp is older than every live reader's
- * published epoch; each is poisoned (0x6b bytes) before it returns to the
- * free list. [writer] Returns the number of blocks freed (≥ 0). A reader
- * slot of a dead process holds reclamation back until statebus_procs_reap(). */
-int statebus_reclaim(struct statebus_region *r);
-
-/* Block counts: free, retired (waiting), total. Any pointer may be NULL. */
-void statebus_arena_stats(const struct statebus_region *r, uint32_t *free_blocks,
-			  uint32_t *retired_blocks, uint32_t *total_blocks);
-
-/* Bytes per arena block. */
-uint32_t statebus_arena_block_size(const struct statebus_region *r);
 
 /* ======================================================================== */
 /* Workers (workers.c)                                                      */
@@ -587,11 +550,8 @@ int statebus_affinity_unbind(const struct statebus_region *r,
 int statebus_affinity_sweep(const struct statebus_region *r, uint64_t now_ns,
 			    struct statebus_affinity_sweep_result *res);
 
-/* Entries in this region (params.affinity_entries). */
-uint32_t statebus_affinity_capacity(const struct statebus_region *r);
-
-/* Copy of entry `index` (< capacity) for tools. Errors: SY_EINVAL,
- * SY_ESTALE (changing too fast to copy). */
+/* Copy of entry `index` (< params.affinity_entries) for tools. Errors:
+ * SY_EINVAL, SY_ESTALE (changing too fast to copy). */
 int statebus_affinity_read(const struct statebus_region *r, uint32_t index,
 			   struct statebus_affinity_info *out);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """router_cache.py ROUTER STATEBUS FLEET MOCK SYCTL — KV-cache-aware routing
-end to end (issue 6 "integration"): four mock engines (block 16, 8,192-token
+end to end: four mock engines (block 16, 8,192-token
 caches so eviction happens, 20 µs prefill per uncached token), a statebus
 feeding the radix index from their KV events, and routers on one region.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """router_hostile.py ROUTER FLEET MOCK SYCTL — the router against hostile
-clients and hostile upstreams (QA of issue 5). Nothing may crash or hang,
+clients and hostile upstreams. Nothing may crash or hang,
 every error is our JSON body with x-router-error-code, and no message
 contains a worker URL.
 

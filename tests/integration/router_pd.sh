@@ -37,8 +37,11 @@ for i in 1 2 3 4 5; do
   curl -fsS -o /dev/null -d '{"model":"m1","messages":[{"role":"user","content":"again"}],"max_tokens":2}' \
     "$RURL/v1/chat/completions" || rt_fail "PD request $i failed"
 done
-# The prefill mock saw the requests (its stats), and no guard is left.
+# Both mocks served all 7 requests (their stats), and no guard is left.
 sleep 0.3
 [ "$(rt_inflight_total)" = 0 ] || rt_fail "in-flight guards left: $("$SYCTL" --shm "$SHM" inflight)"
-curl -fsS "$purl/mock/stats" | rt_json 'd.get("requests_total", d.get("requests", 1)) >= 7 if isinstance(d, dict) else True' >/dev/null || true
+for u in "$purl" "$durl"; do
+  curl -fsS "$u/mock/stats" | rt_json 'd["requests"] == 7' >/dev/null ||
+    rt_fail "$u served $(curl -fsS "$u/mock/stats" | rt_json 'd["requests"]') requests, not 7"
+done
 echo "router_pd: OK"

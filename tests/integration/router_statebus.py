@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """router_statebus.py ROUTER STATEBUS FLEET MOCK SYCTL — the router and the
-statebus together on one region (issue 5 §8, DESIGN.md §5).
+statebus together on one region (DESIGN.md §5).
 
   adopt     the router starts alone (degraded) and registers the static
             fleet; a statebus started later adopts the very slots (same slot

@@ -31,8 +31,7 @@ static inline struct statebus_region *sbt_create(const char *path, const struct 
 /* Small region for fast tests. */
 static inline struct statebus_params sbt_small(void)
 {
-	struct statebus_params p = {.max_workers = 8, .max_dp_ranks = 4, .max_procs = 8,
-				    .arena_block_size = 128, .arena_block_count = 64};
+	struct statebus_params p = {.max_workers = 8, .max_dp_ranks = 4, .max_procs = 8};
 	return p;
 }
 

@@ -1,5 +1,6 @@
-/* test_epoch.c — process slots, reader brackets, retire/reclaim, reaping of
- * dead readers (kill -9 inside a bracket) and arena exhaustion. */
+/* test_epoch.c — process slots, reader brackets, the grace-period
+ * primitives (stamp/safe) and reaping of dead readers (kill -9 inside a
+ * bracket). */
 #include <check.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -65,65 +66,28 @@ START_TEST(test_bracket_publishes_epoch_and_nests)
 }
 END_TEST
 
-START_TEST(test_retired_block_waits_for_open_bracket_then_is_poisoned)
+/* An item stamped while an older bracket is open is not safe to reclaim
+ * until that bracket closes; a bracket opened after the stamp never holds it. */
+START_TEST(test_stamp_waits_for_open_bracket_only)
 {
 	char path[64];
 	struct statebus_region *w = sbt_create_small(path, sizeof(path));
 	struct statebus_region *rd = sbt_create(path, NULL);
 	ck_assert_int_eq(statebus_writer_lock(w, true), SY_OK);
 	ck_assert_int_eq(statebus_proc_claim(rd, STATEBUS_PROC_ROUTER, NULL), SY_OK);
-	uint64_t off;
-	ck_assert_int_eq(statebus_arena_alloc(w, &off), SY_OK);
-	uint8_t *blk = statebus_ptr(w, off, 128);
-	memset(blk, 0x11, 128);
-	statebus_read_enter(rd);                 /* reader may hold the block */
-	ck_assert_int_eq(statebus_retire(w, off), SY_OK);
-	ck_assert_int_eq(statebus_retire(w, off), SY_EINVAL); /* double retire refused */
-	ck_assert_int_eq(statebus_reclaim(w), 0);
-	ck_assert_uint_eq(blk[0], 0x11);
+	ck_assert_uint_gt(sb_epoch_safe(w), 0);  /* nothing open: every past stamp is safe */
+	statebus_read_enter(rd);                 /* reader may hold what is unpublished next */
+	uint64_t e = sb_epoch_stamp(w);
+	ck_assert_uint_eq(sb_epoch_stamp(w), e + 1); /* each stamp advances the epoch */
+	ck_assert_uint_le(sb_epoch_safe(w), e);
 	statebus_read_leave(rd);
-	ck_assert_int_eq(statebus_reclaim(w), 1);
-	ck_assert_uint_eq(blk[0], SB_POISON);
-	ck_assert_uint_eq(blk[127], SB_POISON);
-	/* a bracket opened after the retire does not hold the block */
-	ck_assert_int_eq(statebus_arena_alloc(w, &off), SY_OK);
-	ck_assert_int_eq(statebus_retire(w, off), SY_OK);
+	ck_assert_uint_gt(sb_epoch_safe(w), e + 1);
+	e = sb_epoch_stamp(w);
 	statebus_read_enter(rd);
-	ck_assert_int_eq(statebus_reclaim(w), 1);
+	ck_assert_uint_gt(sb_epoch_safe(w), e);
 	statebus_read_leave(rd);
 	statebus_region_close(w);
 	sbt_destroy(rd, path);
-}
-END_TEST
-
-START_TEST(test_arena_full_is_enospc_and_free_refills)
-{
-	char path[64];
-	sbt_path(path, sizeof(path));
-	struct statebus_params p = sbt_small(); /* 64 blocks */
-	struct statebus_region *w = sbt_create(path, &p);
-	ck_assert_int_eq(statebus_writer_lock(w, true), SY_OK);
-	uint64_t offs[64], off;
-	for (int i = 0; i < 64; i++)
-		ck_assert_int_eq(statebus_arena_alloc(w, &offs[i]), SY_OK);
-	ck_assert_int_eq(statebus_arena_alloc(w, &off), SY_ENOSPC);
-	uint32_t fr, ret, tot;
-	statebus_arena_stats(w, &fr, &ret, &tot);
-	ck_assert_uint_eq(fr, 0);
-	ck_assert_uint_eq(tot, 64);
-	ck_assert_int_eq(statebus_arena_free(w, offs[5]), SY_OK);
-	ck_assert_int_eq(statebus_arena_free(w, offs[5]), SY_EINVAL);
-	ck_assert_int_eq(statebus_arena_free(w, offs[6] + 8), SY_EINVAL); /* not a block start */
-	ck_assert_int_eq(statebus_retire(w, 12345), SY_EINVAL);
-	ck_assert_int_eq(statebus_arena_alloc(w, &off), SY_OK);
-	ck_assert_uint_eq(off, offs[5]);
-	for (int i = 0; i < 64; i++)
-		ck_assert_int_eq(statebus_retire(w, offs[i]), SY_OK);
-	ck_assert_int_eq(statebus_reclaim(w), 64);
-	statebus_arena_stats(w, &fr, &ret, NULL);
-	ck_assert_uint_eq(fr, 64);
-	ck_assert_uint_eq(ret, 0);
-	sbt_destroy(w, path);
 }
 END_TEST
 
@@ -137,9 +101,6 @@ START_TEST(test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap)
 	struct statebus_worker wk = sbt_worker("http://e:1", 1);
 	uint32_t ws, wg;
 	ck_assert_int_eq(statebus_worker_add(w, &wk, &ws, &wg), SY_OK);
-	uint64_t off;
-	ck_assert_int_eq(statebus_arena_alloc(w, &off), SY_OK);
-	statebus_root_set(w, 0, off);
 	int pfd[2];
 	ck_assert_int_eq(pipe(pfd), 0);
 	pid_t pid = fork();
@@ -151,8 +112,6 @@ START_TEST(test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap)
 			_exit(1);
 		statebus_inflight_acquire(r, slot, ws, 1);
 		statebus_read_enter(r);
-		volatile uint8_t *b = statebus_ptr(r, statebus_root_get(r, 0), 128);
-		(void)b[0];
 		char c = 'x';
 		if (write(pfd[1], &c, 1) != 1)
 			_exit(2);
@@ -166,15 +125,14 @@ START_TEST(test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap)
 	int64_t inf;
 	statebus_inflight_sum(w, ws, &inf, NULL);
 	ck_assert_int_eq(inf, 1);
-	statebus_root_set(w, 0, 0);
-	ck_assert_int_eq(statebus_retire(w, off), SY_OK);
-	ck_assert_int_eq(statebus_reclaim(w), 0); /* live reader in its bracket */
+	uint64_t e = sb_epoch_stamp(w);
+	ck_assert_uint_le(sb_epoch_safe(w), e); /* live reader in its bracket */
 	kill(pid, SIGKILL);
 	siginfo_t si;
 	ck_assert_int_eq(waitid(P_PID, pid, &si, WEXITED | WNOWAIT), 0); /* dead, still a zombie */
-	ck_assert_int_eq(statebus_reclaim(w), 0); /* dead, but its slot still holds the epoch */
+	ck_assert_uint_le(sb_epoch_safe(w), e); /* dead, but its slot still holds the epoch */
 	ck_assert_int_eq(statebus_procs_reap(w), 1); /* zombie counts as gone */
-	ck_assert_int_eq(statebus_reclaim(w), 1);
+	ck_assert_uint_gt(sb_epoch_safe(w), e);
 	statebus_inflight_sum(w, ws, &inf, NULL);
 	ck_assert_int_eq(inf, 0);
 	int st;
@@ -206,8 +164,7 @@ int main(void)
 	TCase *tc = tcase_create("epoch");
 	tcase_add_test(tc, test_claim_release_and_slots_full_is_enospc);
 	tcase_add_test(tc, test_bracket_publishes_epoch_and_nests);
-	tcase_add_test(tc, test_retired_block_waits_for_open_bracket_then_is_poisoned);
-	tcase_add_test(tc, test_arena_full_is_enospc_and_free_refills);
+	tcase_add_test(tc, test_stamp_waits_for_open_bracket_only);
 	tcase_add_test(tc, test_reader_killed_inside_bracket_does_not_block_reclaim_after_reap);
 	tcase_add_test(tc, test_reap_keeps_live_slots);
 	suite_add_tcase(s, tc);

@@ -192,7 +192,6 @@ START_TEST(test_forked_readers_match_while_writer_stores_removes_evicts)
 	char path[64];
 	sbt_path(path, sizeof(path));
 	struct statebus_params p = {.max_workers = NWORKERS, .max_dp_ranks = NRANKS, .max_procs = 16,
-				    .arena_block_size = 64, .arena_block_count = 16,
 				    .index_nodes = 512, .index_overflow = 128};
 	struct statebus_region *w = sbt_create(path, &p);
 	ck_assert_int_eq(statebus_writer_lock(w, true), SY_OK);

@@ -401,7 +401,6 @@ START_TEST(test_node_eviction_releases_predicted_entries)
 		for (int i = 0; i < 16; i++)
 			c[i] = 5000 + k * 100 + i;
 		(void)statebus_index_store(f.r, f.b, 0, false, 0, c, 16, DEV, 10 + k);
-		(void)statebus_reclaim(f.r);
 	}
 	struct statebus_index_stats s;
 	statebus_index_stats(f.r, &s);
@@ -462,7 +461,6 @@ START_TEST(test_forked_producer_pushes_while_statebus_drains)
 		if (n == 0 && waitpid(pid, &status, WNOHANG) == pid)
 			break;
 		(void)statebus_predict_sweep(f.r, sy_mono_ns(), 50 * MS);
-		(void)statebus_reclaim(f.r);
 	}
 	drained += (uint64_t)statebus_predict_drain(f.r, sy_mono_ns(), UINT32_MAX);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);

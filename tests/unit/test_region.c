@@ -32,10 +32,9 @@ START_TEST(test_create_then_attach_sees_same_capacities)
 	ck_assert_uint_eq(ib.layout_version, STATEBUS_LAYOUT_VERSION);
 	ck_assert_uint_eq(ib.params.max_workers, 8);
 	ck_assert_uint_eq(ib.params.max_dp_ranks, 4);
-	ck_assert_uint_eq(ib.params.arena_block_count, 64);
+	ck_assert_uint_eq(ib.params.max_procs, 8);
 	ck_assert_uint_eq(ib.params.load_fresh_ns, STATEBUS_LOAD_FRESH_NS);
 	ck_assert_uint_eq(ia.total_size, ib.total_size);
-	ck_assert_uint_eq(ib.arena_free, 64);
 	/* a second CREATE attaches and ignores its params */
 	struct statebus_params other = {.max_workers = 99};
 	struct statebus_region *c = sbt_create(path, &other);
@@ -127,10 +126,10 @@ START_TEST(test_corrupt_header_fields_are_emalformed_not_crash)
 		{offsetof(struct statebus_hdr, header_size), 17, 4},
 		{offsetof(struct statebus_hdr, max_workers), 0, 4},
 		{offsetof(struct statebus_hdr, max_workers), 9, 4},
-		{offsetof(struct statebus_hdr, arena_block_size), 100, 4},
+		{offsetof(struct statebus_hdr, affinity_entries), 100, 4},
 		{offsetof(struct statebus_hdr, tables[SB_T_LOAD].off), UINT64_C(1) << 40, 8},
-		{offsetof(struct statebus_hdr, tables[SB_T_ARENA].off), 4096 + 64, 8},
-		{offsetof(struct statebus_hdr, tables[SB_T_ASTATE].size), UINT64_C(1) << 20, 8},
+		{offsetof(struct statebus_hdr, tables[SB_T_INODES].off), 4096 + 64, 8},
+		{offsetof(struct statebus_hdr, tables[SB_T_IOVF].size), UINT64_C(1) << 40, 8},
 		{offsetof(struct statebus_hdr, tables[SB_T_WORKERS].stride), 8, 4},
 		{offsetof(struct statebus_hdr, global_epoch), 0, 8},
 	};
@@ -187,7 +186,7 @@ START_TEST(test_params_over_limits_are_erange)
 	char path[64];
 	sbt_path(path, sizeof(path));
 	struct statebus_params p = sbt_small();
-	p.arena_block_size = 100; /* not a multiple of 64 */
+	p.affinity_entries = 100; /* not a power of two */
 	struct statebus_region *r = NULL;
 	ck_assert_int_eq(statebus_region_open(path, &p, STATEBUS_CREATE, &r, NULL, 0), SY_ERANGE);
 	ck_assert_int_eq(access(path, F_OK), -1);
@@ -237,7 +236,7 @@ START_TEST(test_ptr_rejects_out_of_region_offsets)
 	struct statebus_region *r = sbt_create(path, NULL);
 	struct statebus_header_info h;
 	statebus_region_info(r, &h);
-	ck_assert_ptr_nonnull(statebus_ptr(r, h.arena_off, 256));
+	ck_assert_ptr_nonnull(statebus_ptr(r, h.index_nodes_off, 256));
 	ck_assert_ptr_null(statebus_ptr(r, 0, 8));
 	ck_assert_ptr_null(statebus_ptr(r, h.total_size, 1));
 	ck_assert_ptr_null(statebus_ptr(r, h.total_size - 8, 16));

@@ -229,4 +229,3 @@ int mock_cache_clear(struct mock_cache *c, struct kvev_batch *ev)
 
 size_t mock_cache_pages(const struct mock_cache *c) { return c->used; }
 size_t mock_cache_capacity_pages(const struct mock_cache *c) { return c->cap_pages; }
-uint32_t mock_cache_block_size(const struct mock_cache *c) { return c->block_size; }

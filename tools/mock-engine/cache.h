@@ -63,6 +63,5 @@ int mock_cache_clear(struct mock_cache *c, struct kvev_batch *ev);
 /* Pages cached now, and the capacity in pages. */
 size_t mock_cache_pages(const struct mock_cache *c);
 size_t mock_cache_capacity_pages(const struct mock_cache *c);
-uint32_t mock_cache_block_size(const struct mock_cache *c);
 
 #endif

@@ -342,6 +342,26 @@ static int cmp_url(const void *a, const void *b)
 	return strcmp(((const struct prefix_depth *)a)->url, ((const struct prefix_depth *)b)->url);
 }
 
+/* Sorted depths: of adjacent entries naming the same worker — (slot,
+ * generation) for the local index, the URL for the indexer — keeps one,
+ * with the deepest match. */
+static void keep_deepest(struct prefix_memo_entry *e, bool by_url)
+{
+	uint32_t w = 0;
+	for (uint32_t i = 0; i < e->n_depths; i++) {
+		const struct prefix_depth *d = &e->depths[i];
+		struct prefix_depth *p = w > 0 ? &e->depths[w - 1] : NULL;
+		if (p != NULL && (by_url ? strcmp(p->url, d->url) == 0
+					 : p->slot == d->slot && p->generation == d->generation)) {
+			if (d->blocks > p->blocks)
+				p->blocks = d->blocks;
+			continue;
+		}
+		e->depths[w++] = *d;
+	}
+	e->n_depths = w;
+}
+
 static uint32_t cap_blocks(uint64_t d, size_t q)
 {
 	return (uint32_t)(d < q ? d : q);
@@ -395,17 +415,7 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 	} else {
 		qsort(e->depths, e->n_depths, sizeof(*e->depths), cmp_slot);
 	}
-	uint32_t w = 0;
-	for (uint32_t i = 0; i < e->n_depths; i++) {
-		if (w > 0 && e->depths[w - 1].slot == e->depths[i].slot &&
-		    e->depths[w - 1].generation == e->depths[i].generation) {
-			if (e->depths[i].blocks > e->depths[w - 1].blocks)
-				e->depths[w - 1].blocks = e->depths[i].blocks;
-			continue;
-		}
-		e->depths[w++] = e->depths[i];
-	}
-	e->n_depths = w;
+	keep_deepest(e, false);
 	return SY_OK;
 }
 
@@ -460,16 +470,7 @@ static int store_reply(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->blocks = cap_blocks(x->depth, q);
 	}
 	qsort(e->depths, e->n_depths, sizeof(*e->depths), cmp_url);
-	uint32_t w = 0;
-	for (uint32_t i = 0; i < e->n_depths; i++) {
-		if (w > 0 && strcmp(e->depths[w - 1].url, e->depths[i].url) == 0) {
-			if (e->depths[i].blocks > e->depths[w - 1].blocks)
-				e->depths[w - 1].blocks = e->depths[i].blocks;
-			continue;
-		}
-		e->depths[w++] = e->depths[i];
-	}
-	e->n_depths = w;
+	keep_deepest(e, true);
 	return SY_OK;
 }
 

@@ -23,8 +23,7 @@ struct rfx {
 static inline void rfx_open(struct rfx *f)
 {
 	sbt_path(f->path, sizeof(f->path));
-	struct statebus_params p = {.max_workers = 64, .max_dp_ranks = 4, .max_procs = 8,
-				    .arena_block_size = 128, .arena_block_count = 64};
+	struct statebus_params p = {.max_workers = 64, .max_dp_ranks = 4, .max_procs = 8};
 	f->r = sbt_create(f->path, &p);
 	ck_assert_int_eq(statebus_writer_lock(f->r, true), SY_OK);
 	ck_assert_int_eq(statebus_proc_claim(f->r, STATEBUS_PROC_TOOL, &f->proc), SY_OK);

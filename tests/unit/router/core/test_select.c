@@ -2,7 +2,7 @@
  * bucket-attempt loop router_select (router/core/select.h; DESIGN.md §4 steps 2–5,
  * §9 error codes): catch-all buckets, fallback, stage-specific 503s,
  * admission exhaustion with details, 404/400 mapping, PD selections, policy
- * inheritance, issue-6 refusals, and a table that moves under the snapshot. */
+ * inheritance, policy-stage refusals, and a table that moves under the snapshot. */
 #include <check.h>
 #include <string.h>
 
@@ -363,7 +363,7 @@ END_TEST
 
 START_TEST(test_sticky_from_flags_builds_with_its_fallback)
 {
-	/* sticky is built since issue 6 (item 4); its fallback comes from a flag */
+	/* sticky's fallback comes from a flag */
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "sticky", &cerr), SY_OK);
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--sticky-fallback", "load_based",
 					      &cerr), SY_OK);

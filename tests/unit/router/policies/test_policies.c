@@ -424,7 +424,7 @@ START_TEST(test_random_is_roughly_uniform)
 }
 END_TEST
 
-START_TEST(test_policy_kinds_power_of_two_and_issue6_refusals)
+START_TEST(test_policy_kinds_power_of_two_and_stage_refusals)
 {
 	enum policy_kind k;
 	uint32_t n = 7;
@@ -469,7 +469,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_power_of_n_reads_only_sampled_loads_and_n_at_least_pool_takes_minimum);
 	tcase_add_test(tc, test_round_robin_cursor_walks_sorted_candidates_and_admits_the_pick);
 	tcase_add_test(tc, test_random_is_roughly_uniform);
-	tcase_add_test(tc, test_policy_kinds_power_of_two_and_issue6_refusals);
+	tcase_add_test(tc, test_policy_kinds_power_of_two_and_stage_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }

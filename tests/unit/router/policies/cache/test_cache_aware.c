@@ -431,7 +431,7 @@ START_TEST(test_decode_stage_pick_is_invalid_configuration)
 }
 END_TEST
 
-/* ---- configuration combinations refused at start-up (issue 6 item 5) ----------- */
+/* ---- configuration combinations refused at start-up -------------------------- */
 
 static const char *cfg_err(const char *yaml, const char *flag, const char *value)
 {
