@@ -155,7 +155,6 @@ static void reload(void)
 	struct router_gen *old = rt_w.gen;
 	rt_prefix_wait_open(g);
 	rt_w.gen = g;
-	rt_w.cfg = &g->cfg;
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
@@ -168,7 +167,7 @@ static void reload(void)
 static int open_region(void)
 {
 	char err[256];
-	int rc = statebus_region_open(rt_w.cfg->state.shm_path, NULL, STATEBUS_ATTACH_ONLY,
+	int rc = statebus_region_open(rt_w.gen->cfg.state.shm_path, NULL, STATEBUS_ATTACH_ONLY,
 				      &rt_w.region, err, sizeof(err));
 	if (rc != SY_OK) {
 		sy_error("state plane: %s", err);
@@ -191,7 +190,7 @@ static int open_region(void)
 
 static void setup_h2o(void)
 {
-	const struct sy_config_router *rc = &rt_w.cfg->router;
+	const struct sy_config_router *rc = &rt_w.gen->cfg.router;
 	h2o_config_init(&rt_w.hconf);
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
 	h2o_hostconf_t *hc =
@@ -222,7 +221,6 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	rt_w.argc = argc;
 	rt_w.argv = argv;
 	rt_w.listen_fd = listen_fd;
-	rt_w.access_log_fd = -1;
 
 	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: wake epoll */
 	sigemptyset(&sa.sa_mask);
@@ -236,23 +234,20 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	rt_w.gen = gen;
-	rt_w.cfg = &gen->cfg;
 	sy_info("tokenizer %s (chat template %s), input-ids forwarding %s",
 		sy_tokenizer_kind(gen->tokenizer), sy_tokenizer_chat_template(gen->tokenizer),
 		gen->prepare.forward_input_ids ? "on" : "off");
 	if (open_region() != SY_OK)
 		return 1;
-	if (rt_w.cfg->router.access_log != NULL) {
-		rt_w.access_log_fd =
-			open(rt_w.cfg->router.access_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (rt_w.access_log_fd < 0)
-			sy_warn("access log %s: %s", rt_w.cfg->router.access_log, strerror(errno));
+	if (rt_w.gen->cfg.router.access_log != NULL &&
+	    rt_access_log_open(rt_w.gen->cfg.router.access_log) != 0) {
+		sy_warn("access log %s: %s", rt_w.gen->cfg.router.access_log, strerror(errno));
 	}
 	setup_h2o();
 	rt_prefix_wait_bind(rt_w.loop);
 	rt_prefix_wait_open(gen);
 	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
-					     (size_t)rt_w.cfg->router.max_connections_per_worker);
+					     (size_t)rt_w.gen->cfg.router.max_connections_per_worker);
 	rt_w.breakers = rt_breakers_create(statebus_workers_capacity(rt_w.region));
 	if (rt_w.upstreams == NULL || rt_w.breakers == NULL) {
 		sy_error("worker %u: out of memory", index);
@@ -271,7 +266,7 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 		if (sig_term && !rt_w.draining) {
 			rt_w.draining = true;
 			rt_w.drain_deadline_ns =
-				sy_mono_ns() + (uint64_t)rt_w.cfg->router.shutdown_drain_secs * 1000000000u;
+				sy_mono_ns() + (uint64_t)rt_w.gen->cfg.router.shutdown_drain_secs * 1000000000u;
 			stop_accepting();
 			sy_info("worker %u draining: %llu requests in flight", index,
 				(unsigned long long)rt_w.active_requests);

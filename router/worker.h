@@ -43,7 +43,6 @@ void rt_oversize_install(h2o_hostconf_t *hc, h2o_pathconf_t *pc);
  * (worker.c); fields are read by every module of the data plane. */
 struct router_worker {
 	unsigned index;                 /* 0..processes-1, stable across restarts */
-	struct sy_config *cfg;          /* configuration of `gen` (owned by gen) */
 	struct router_gen *gen;             /* current generation (one reference held) */
 	char **argv;                    /* the master's argv, for reloads */
 	int argc;
@@ -67,12 +66,10 @@ struct router_worker {
 	struct rt_breakers *breakers;    /* circuit breakers (breaker.c) */
 
 	struct rt_metrics *metrics;      /* shared metrics mapping (metrics.c) */
-	int access_log_fd;               /* -1: no access log */
 
 	bool draining;                   /* SIGTERM: /readyz 503, no new accepts */
 	uint64_t drain_deadline_ns;
 	uint64_t active_requests;        /* inference requests of this process in flight */
-	uint64_t request_seq;            /* for generated request IDs */
 	int pid;                         /* getpid() of this worker, read once */
 };
 

@@ -2,6 +2,7 @@
 #include "router/http/access_log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +12,22 @@
 #include "router/core/buf.h"
 #include "router/http/error_body.h"
 #include "router/worker.h"
+
+/* The worker process's access log (-1: none) and its request counter for
+ * generated IDs. */
+static int log_fd = -1;
+static uint64_t request_seq;
+
+int rt_access_log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (log_fd >= 0)
+		close(log_fd);
+	log_fd = fd;
+	return 0;
+}
 
 h2o_iovec_t rt_request_id(h2o_req_t *req)
 {
@@ -41,7 +58,7 @@ h2o_iovec_t rt_request_id(h2o_req_t *req)
 	w += 3;
 	w = rt_put_dec(w, (uint64_t)rt_w.pid);
 	*w++ = '-';
-	w = rt_put_dec(w, ++rt_w.request_seq);
+	w = rt_put_dec(w, ++request_seq);
 	*w++ = '-';
 	for (int k = 7; k >= 0; k--)
 		*w++ = "0123456789abcdef"[(rnd >> (k * 4)) & 0xf];
@@ -54,7 +71,7 @@ h2o_iovec_t rt_request_id(h2o_req_t *req)
 void rt_access_log(h2o_req_t *req, enum route route, int status, const char *worker,
 		   uint64_t duration_ns, uint64_t bytes_out)
 {
-	if (rt_w.access_log_fd < 0)
+	if (log_fd < 0)
 		return;
 	struct rt_buf b = {0};
 	struct timespec ts;
@@ -81,7 +98,7 @@ void rt_access_log(h2o_req_t *req, enum route route, int status, const char *wor
 	}
 	rt_buf_printf(&b, ",\"duration_ms\":%.3f,\"bytes\":%llu,\"pid\":%d}\n",
 		      (double)duration_ns / 1e6, (unsigned long long)bytes_out, rt_w.pid);
-	if (!b.oom && write(rt_w.access_log_fd, b.p, b.n) < 0)
+	if (!b.oom && write(log_fd, b.p, b.n) < 0)
 		sy_debug("access log: %s", strerror(errno));
 	rt_buf_free(&b);
 }

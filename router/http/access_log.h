@@ -14,6 +14,10 @@
 
 #include "router/core/route.h"
 
+/* Opens (O_APPEND, created 0644) the access log at `path` for this process;
+ * a log already open is replaced. Returns 0, or -1 with errno. */
+int rt_access_log_open(const char *path);
+
 /* The request's x-request-id (client value when it is 1..128 printable
  * bytes, else a generated "sy-<pid>-<seq>-<rand>" that replaces it in the
  * request headers, so it travels upstream), memoised in the request. */

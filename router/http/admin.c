@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "router/core/generation.h"
 #include "router/http/response.h"
 #include "router/core/buf.h"
 #include "router/http/routes.h"
@@ -266,7 +267,7 @@ static int workers_add(h2o_req_t *req)
 	w.role = !role || !strcmp(role, "plain") ? STATEBUS_WORKER_PLAIN
 		 : !strcmp(role, "prefill")      ? STATEBUS_WORKER_PREFILL
 						 : STATEBUS_WORKER_DECODE;
-	snprintf(w.model, sizeof(w.model), "%s", model ? model : rt_w.cfg->model_id);
+	snprintf(w.model, sizeof(w.model), "%s", model ? model : rt_w.gen->cfg.model_id);
 	w.bootstrap_port = (uint16_t)bport;
 	w.healthy = 1;
 	w.dp_size = 1;
@@ -380,7 +381,7 @@ static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
 		json_object_set_new(op, "url", json_string(raw));
 	}
 	const char *why;
-	json_t *reply = control_call(rt_w.cfg->statebus.control_endpoint, op, &why);
+	json_t *reply = control_call(rt_w.gen->cfg.statebus.control_endpoint, op, &why);
 	json_decref(op);
 	if (reply == NULL)
 		return rt_send_errorf(req, ROUTE_WORKERS, 503, "service_overloaded", "%s", why);
@@ -400,7 +401,7 @@ static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
 
 int rt_route_workers(h2o_req_t *req, h2o_iovec_t path)
 {
-	const char *key = rt_w.cfg->router.admin_api_key;
+	const char *key = rt_w.gen->cfg.router.admin_api_key;
 	if (key == NULL)
 		return rt_send_errorf(req, ROUTE_WORKERS, 404, "not_found", "the admin API is off (start the router with --admin-api-key)");
 	if (!authorised(req, key)) {

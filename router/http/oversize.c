@@ -54,7 +54,7 @@ static void oversize_on_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t 
 		h2o_setup_next_ostream(req, slot);
 		return;
 	}
-	unsigned long long limit = rt_w.cfg ? (unsigned long long)rt_w.cfg->router.max_body_bytes : 0;
+	unsigned long long limit = rt_w.gen ? (unsigned long long)rt_w.gen->cfg.router.max_body_bytes : 0;
 	struct router_error e;
 	router_error_clear(&e);
 	router_error_set(&e, 413, "payload_too_large", -1,
