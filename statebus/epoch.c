@@ -105,6 +105,13 @@ int statebus_proc_claim(struct statebus_region *r, enum statebus_proc_role role,
 		CMM_STORE_SHARED(p->role, (uint32_t)role);
 		CMM_STORE_SHARED(p->claimed_ns, sy_mono_ns());
 		statebus_inflight_zero_row(r, i);
+		/* Readers of in-flight sums look at the rows below procs_hw. */
+		for (uint32_t hw = CMM_LOAD_SHARED(r->hdr->procs_hw); hw < i + 1;) {
+			uint32_t seen = uatomic_cmpxchg(&r->hdr->procs_hw, hw, i + 1);
+			if (seen == hw)
+				break;
+			hw = seen;
+		}
 		cmm_smp_wmb();
 		CMM_STORE_SHARED(p->start_time, st);
 		r->self_slot = (int32_t)i;

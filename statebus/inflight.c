@@ -49,7 +49,10 @@ int statebus_inflight_sum(const struct statebus_region *r, uint32_t worker,
 		return SY_EINVAL;
 	int64_t n = 0;
 	uint64_t d = 0;
-	for (uint32_t p = 0; p < r->hdr->max_procs; p++) {
+	uint32_t procs = CMM_LOAD_SHARED(r->hdr->procs_hw);
+	if (procs > r->hdr->max_procs)
+		procs = r->hdr->max_procs;
+	for (uint32_t p = 0; p < procs; p++) {
 		const struct sb_inflight *c = sb_inflight_at(r, p, worker);
 		n += CMM_LOAD_SHARED(c->in_flight);
 		d += CMM_LOAD_SHARED(c->dispatches);

@@ -112,6 +112,11 @@ struct statebus_hdr {
 
 	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by sb_epoch_stamp() */
 	uint64_t index_incarnation SB_ALIGNED;
+	/* Proc slots ever claimed: 1 + the highest slot index a process has
+	 * held (raised by statebus_proc_claim, never lowered). In-flight rows
+	 * at or past it are zero, so readers sum only the rows below it
+	 * (clamped to max_procs: nothing in the region is trusted). */
+	uint32_t procs_hw SB_ALIGNED;
 
 	struct {
 		int32_t pid;

@@ -9,7 +9,8 @@ Two static nginx upstreams (the small JSON answer of run.py); the router runs
 chat body for BENCH_SECONDS (5). Instructions per request = the worker's
 collected Ir under load minus its Ir over an idle window of the same
 length, over the requests wrk completed. ROUTER_BIN and ROUTER_BASE_BIN (a
-second build, measured the same way right after) as in run.py.
+second build, measured the same way right after) as in run.py; BENCH_KEEP=DIR
+keeps the dumps for callgrind_annotate.
 Run through bench/proxy/run-callgrind (installs nginx, wrk, valgrind)."""
 import glob
 import os
@@ -75,6 +76,11 @@ def measure(binary, ports, script, tmp, seconds):
         l2 = summary(f)
         if l2 > load:
             load, idle = l2, summary(f[:-2] + ".1")
+    keep = os.environ.get("BENCH_KEEP")
+    if keep:  # the dumps, for callgrind_annotate
+        os.makedirs(keep, exist_ok=True)
+        for f in glob.glob(out + "/cg.*"):
+            shutil.copy(f, os.path.join(keep, os.path.basename(binary.replace("/", "_")) + "." + os.path.basename(f)))
     per_req = (load - idle) / requests if requests else float("nan")
     return per_req, requests, idle / seconds
 

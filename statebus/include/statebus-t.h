@@ -25,7 +25,8 @@
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
                                         owner word with a fifth tier bit;
-                                     6: − arena tables and root words */
+                                     6: − arena tables and root words,
+                                        + proc slots high-water mark */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */

@@ -298,8 +298,11 @@ int statebus_inflight_acquire(struct statebus_region *r, uint32_t proc, uint32_t
 			      uint64_t now_ns);
 int statebus_inflight_release(struct statebus_region *r, uint32_t proc, uint32_t worker);
 
-/* Sums every process row for worker slot `worker`: in-flight requests and
- * dispatch counter. Either pointer may be NULL. Errors: SY_EINVAL. */
+/* Sums the process rows for worker slot `worker`: in-flight requests and
+ * dispatch counter. Only the rows of slots ever claimed are read (the
+ * header's high-water mark; the rest are zero), so the cost follows the
+ * processes that ran, not max_procs. Either pointer may be NULL. Errors:
+ * SY_EINVAL. */
 int statebus_inflight_sum(const struct statebus_region *r, uint32_t worker,
 			  int64_t *in_flight, uint64_t *dispatches);
 

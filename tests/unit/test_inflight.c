@@ -51,6 +51,36 @@ START_TEST(test_rows_of_two_processes_sum_per_worker)
 }
 END_TEST
 
+/* The sum reads the rows of the slots ever claimed: a process that holds
+ * the highest slot of the table is counted; slots never claimed are not
+ * read (they are zero). */
+START_TEST(test_sum_counts_the_highest_claimed_slot)
+{
+	char path[64];
+	struct statebus_region *a = sbt_create_small(path, sizeof(path));
+	uint32_t procs = sbt_small().max_procs;
+	struct statebus_region *h[64] = {0};
+	ck_assert_uint_le(procs, 64);
+	uint32_t slot = 0;
+	for (uint32_t i = 0; i < procs; i++) {
+		ck_assert_int_eq(statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &h[i], NULL, 0),
+				 SY_OK);
+		ck_assert_int_eq(statebus_proc_claim(h[i], STATEBUS_PROC_ROUTER, &slot), SY_OK);
+	}
+	ck_assert_uint_eq(slot, procs - 1);
+	ck_assert_int_eq(statebus_inflight_acquire(h[procs - 1], slot, 3, 9), SY_OK);
+	ck_assert_int_eq(statebus_inflight_acquire(h[0], 0, 3, 9), SY_OK);
+	int64_t n;
+	uint64_t d;
+	ck_assert_int_eq(statebus_inflight_sum(a, 3, &n, &d), SY_OK);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(d, 2);
+	for (uint32_t i = 0; i < procs; i++)
+		statebus_region_close(h[i]);
+	sbt_destroy(a, path);
+}
+END_TEST
+
 START_TEST(test_release_without_acquire_is_erange_and_stays_zero)
 {
 	char path[64];
@@ -76,6 +106,7 @@ int main(void)
 	Suite *s = suite_create("inflight");
 	TCase *tc = tcase_create("inflight");
 	tcase_add_test(tc, test_rows_of_two_processes_sum_per_worker);
+	tcase_add_test(tc, test_sum_counts_the_highest_claimed_slot);
 	tcase_add_test(tc, test_release_without_acquire_is_erange_and_stays_zero);
 	suite_add_tcase(s, tc);
 	return sy_check_run(s);
