@@ -459,7 +459,8 @@ int statebus_index_owner_stats(struct statebus_region *r, int64_t worker,
 	if (rc == 0) {
 		if (n > 1)
 			qsort(acc, n, sizeof(*acc), owner_stats_cmp);
-		memcpy(out, acc, (n < cap ? n : cap) * sizeof(*acc));
+		if (n > 0 && cap > 0)
+			memcpy(out, acc, (n < cap ? n : cap) * sizeof(*acc));
 		rc = (int)n;
 	}
 	free(acc);
