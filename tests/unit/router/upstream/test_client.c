@@ -207,14 +207,27 @@ static void run_for(uint64_t ms)
 	run_until(&never, ms);
 }
 
+/* Sends REQ with body "hi" on `x` to `u`. */
+static void start(struct rt_exchange *x, struct rt_upstream *u, h2o_timeout_t *head_timeout)
+{
+	rt_exchange_start(x, u, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
+			  head_timeout);
+}
+
 /* One exchange against `up`; the result once done (or after 2 s). */
 static void exchange(struct rt_exchange *x, struct result *r, h2o_timeout_t *head_timeout)
 {
 	memset(r->body, 0, sizeof(r->body));
-	rt_exchange_start(x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
-			  head_timeout);
+	start(x, up, head_timeout);
 	run_until(&r->done, 2000);
 	ck_assert_msg(r->done, "exchange did not end");
+}
+
+/* exchange() on a freshly initialised `x` reporting into `r`. */
+static void exchange_new(struct rt_exchange *x, struct result *r, h2o_timeout_t *head_timeout)
+{
+	rt_exchange_init(x, &cbs, r);
+	exchange(x, r, head_timeout);
 }
 
 static void setup(void)
@@ -256,8 +269,7 @@ START_TEST(test_content_length_body_completes_and_the_socket_is_reused)
 	for (int i = 0; i < 3; i++) {
 		struct rt_exchange x;
 		struct result r = {0};
-		rt_exchange_init(&x, &cbs, &r);
-		exchange(&x, &r, NULL);
+		exchange_new(&x, &r, NULL);
 		ck_assert(r.connected);
 		ck_assert_ptr_null(r.head_err);
 		ck_assert_int_eq(r.status, 200);
@@ -277,8 +289,7 @@ START_TEST(test_chunked_body_is_decoded_with_extension_and_trailer)
 		      "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nx-trailer: t\r\n\r\n";
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_ptr_eq(r.end, rt_exchange_eos);
 	ck_assert_str_eq(r.body, "hello, world");
@@ -293,8 +304,7 @@ START_TEST(test_close_after_a_whole_chunk_without_the_last_chunk_is_an_error)
 	script.close_after = true;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_ptr_nonnull(r.end);
 	ck_assert_ptr_ne(r.end, rt_exchange_eos);
@@ -310,8 +320,7 @@ START_TEST(test_close_inside_a_chunk_is_an_error)
 	script.close_after = true;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_ptr_nonnull(r.end);
 	ck_assert_ptr_ne(r.end, rt_exchange_eos);
 	ck_assert_str_eq(r.body, "01234");
@@ -325,8 +334,7 @@ START_TEST(test_close_after_a_chunked_head_is_an_error_before_any_body_byte)
 	script.close_after = true;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_ptr_nonnull(r.end);
 	ck_assert_ptr_ne(r.end, rt_exchange_eos);
@@ -341,8 +349,7 @@ START_TEST(test_close_short_of_content_length_is_an_error)
 	script.close_after = true;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_ptr_ne(r.end, rt_exchange_eos);
 	ck_assert_str_eq(r.body, "0123456789");
 	rt_exchange_dispose(&x);
@@ -355,8 +362,7 @@ START_TEST(test_close_ends_a_body_framed_by_the_close)
 	script.close_after = true;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_ptr_eq(r.end, rt_exchange_eos);
 	ck_assert_str_eq(r.body, "all of it");
 	ck_assert_uint_eq(up->pool.idle_count, 0);
@@ -369,8 +375,7 @@ START_TEST(test_peer_close_before_the_head_is_an_error)
 	script.close_now = true;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert(r.connected);
 	ck_assert_ptr_nonnull(r.head_err);
 	ck_assert_int_eq(r.status, 0);
@@ -409,8 +414,7 @@ START_TEST(test_head_timer_stops_at_the_head)
 	struct rt_exchange x;
 	struct result r = {0};
 	rt_exchange_init(&x, &cbs, &r);
-	rt_exchange_start(&x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
-			  &head_100ms);
+	start(&x, up, &head_100ms);
 	bool got_head = false;
 	uint64_t end = sy_mono_ns() + 2000000000u;
 	while (!got_head && sy_mono_ns() < end) {
@@ -439,7 +443,7 @@ START_TEST(test_connect_refused_is_reported_to_on_connect)
 	struct rt_exchange x;
 	struct result r = {0};
 	rt_exchange_init(&x, &cbs, &r);
-	rt_exchange_start(&x, u, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2), NULL);
+	start(&x, u, NULL);
 	run_until(&r.done, 2000);
 	ck_assert_ptr_nonnull(r.connect_err);
 	ck_assert_ptr_null(r.head_err);
@@ -452,8 +456,7 @@ START_TEST(test_cancel_from_on_head_stops_callbacks_and_drops_the_socket)
 	script.resp = CL_RESP;
 	struct rt_exchange x;
 	struct result r = {.cancel_on_head = true};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	run_for(50);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_uint_eq(r.body_calls, 0);
@@ -467,8 +470,7 @@ START_TEST(test_reused_socket_dropped_by_the_peer_is_replaced_once)
 	script.resp = CL_RESP;
 	struct rt_exchange x;
 	struct result r = {0};
-	rt_exchange_init(&x, &cbs, &r);
-	exchange(&x, &r, NULL);
+	exchange_new(&x, &r, NULL);
 	ck_assert_uint_eq(up->pool.idle_count, 1);
 	/* the peer closes the kept-alive socket on the next request, unanswered */
 	script.close_now = true;
