@@ -723,16 +723,40 @@ static void src_connected(struct cache_source *src)
 	ck_abort_msg("no connection to the test peer");
 }
 
+/* Waits up to 10 ms for a reply on `src`, then drains it. */
+static void drain_once(struct cache_source *src)
+{
+	zmq_pollitem_t it = {.socket = src->sock, .events = ZMQ_POLLIN};
+	zmq_poll(&it, 1, 10);
+	cache_source_drain(src, sy_mono_ns());
+}
+
 /* Drains `src` until `m` has no pending entry (bounded wait). */
 static void drain_until_ready(struct cache_source *src, struct prefix_memo *m)
 {
 	uint64_t end = sy_mono_ns() + 2000000000u;
-	while (m->n_pending > 0 && sy_mono_ns() < end) {
-		zmq_pollitem_t it = {.socket = src->sock, .events = ZMQ_POLLIN};
-		zmq_poll(&it, 1, 10);
-		cache_source_drain(src, sy_mono_ns());
-	}
+	while (m->n_pending > 0 && sy_mono_ns() < end)
+		drain_once(src);
 	ck_assert_uint_eq(m->n_pending, 0);
+}
+
+/* Drains `src` until it has counted a late reply (bounded wait). */
+static void drain_until_late(struct cache_source *src)
+{
+	uint64_t end = sy_mono_ns() + 2000000000u;
+	while (src->stats.late_replies == 0 && sy_mono_ns() < end)
+		drain_once(src);
+}
+
+/* The wait-table set-up: worker http://a, the test peer `p`, and `src` an
+ * indexer source on it (`timeout_ms`, `max_inflight`) with its connection up. */
+static void wait_open(struct peer *p, struct cache_source *src, uint32_t timeout_ms,
+		      uint32_t max_inflight)
+{
+	kv_worker("http://a", 1, 1);
+	peer_start(p);
+	ck_assert_int_eq(cache_source_init_indexer(src, 1, p->ep, timeout_ms, max_inflight), SY_OK);
+	src_connected(src);
 }
 
 static int readies;
@@ -754,12 +778,9 @@ static void wmemo(struct prefix_memo *m, struct pick_request *req)
 
 START_TEST(test_wait_table_matches_replies_by_id_in_any_order)
 {
-	kv_worker("http://a", 1, 1);
 	struct peer p;
-	peer_start(&p);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 2000, 4), SY_OK);
-	src_connected(&src);
+	wait_open(&p, &src, 2000, 4);
 	struct prefix_memo m1, m2;
 	struct pick_request r1, r2;
 	wmemo(&m1, &r1);
@@ -801,12 +822,9 @@ END_TEST
 
 START_TEST(test_wait_table_reply_after_the_deadline_is_a_timeout_and_late)
 {
-	kv_worker("http://a", 1, 1);
 	struct peer p;
-	peer_start(&p);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 30, 4), SY_OK);
-	src_connected(&src);
+	wait_open(&p, &src, 30, 4);
 	struct prefix_memo m;
 	struct pick_request r;
 	wmemo(&m, &r);
@@ -831,12 +849,9 @@ END_TEST
 
 START_TEST(test_wait_table_deadline_expires_the_waiter_and_its_reply_counts_late)
 {
-	kv_worker("http://a", 1, 1);
 	struct peer p;
-	peer_start(&p);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 50, 4), SY_OK);
-	src_connected(&src);
+	wait_open(&p, &src, 50, 4);
 	struct prefix_memo m;
 	struct pick_request r;
 	wmemo(&m, &r);
@@ -855,12 +870,7 @@ START_TEST(test_wait_table_deadline_expires_the_waiter_and_its_reply_counts_late
 	ck_assert_uint_eq(src.stats.unavailable[PREFIX_WHY_TIMEOUT], 1);
 	peer_take(&p, 1);
 	peer_answer(&p, 0, "http://a", 5);
-	uint64_t end = sy_mono_ns() + 2000000000u;
-	while (src.stats.late_replies == 0 && sy_mono_ns() < end) {
-		zmq_pollitem_t it = {.socket = src.sock, .events = ZMQ_POLLIN};
-		zmq_poll(&it, 1, 10);
-		cache_source_drain(&src, sy_mono_ns());
-	}
+	drain_until_late(&src);
 	ck_assert_uint_eq(src.stats.late_replies, 1);
 	ck_assert_uint_eq(src.inflight, 0);
 	ck_assert_int_eq(e->why, PREFIX_WHY_TIMEOUT); /* the late answer changes nothing */
@@ -872,12 +882,9 @@ END_TEST
 
 START_TEST(test_wait_table_cancel_removes_the_waiter_and_its_reply_counts_late)
 {
-	kv_worker("http://a", 1, 1);
 	struct peer p;
-	peer_start(&p);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 2000, 4), SY_OK);
-	src_connected(&src);
+	wait_open(&p, &src, 2000, 4);
 	struct prefix_memo *m = malloc(sizeof(*m)); /* freed before the reply: ASan */
 	struct pick_request r;
 	wmemo(m, &r);
@@ -890,12 +897,7 @@ START_TEST(test_wait_table_cancel_removes_the_waiter_and_its_reply_counts_late)
 	ck_assert_uint_eq(src.stats.lookups, 0); /* a cancelled lookup is not counted */
 	peer_take(&p, 1);
 	peer_answer(&p, 0, "http://a", 5);
-	uint64_t end = sy_mono_ns() + 2000000000u;
-	while (src.stats.late_replies == 0 && sy_mono_ns() < end) {
-		zmq_pollitem_t it = {.socket = src.sock, .events = ZMQ_POLLIN};
-		zmq_poll(&it, 1, 10);
-		cache_source_drain(&src, sy_mono_ns());
-	}
+	drain_until_late(&src);
 	ck_assert_uint_eq(src.stats.late_replies, 1);
 	ck_assert_int_eq(readies, 0);
 	ck_assert_uint_eq(src.inflight, 0);
@@ -906,12 +908,9 @@ END_TEST
 
 START_TEST(test_wait_table_inflight_bound_sheds_and_keeps_live_waiters)
 {
-	kv_worker("http://a", 1, 1);
 	struct peer p;
-	peer_start(&p);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, p.ep, 2000, 2), SY_OK);
-	src_connected(&src);
+	wait_open(&p, &src, 2000, 2);
 	struct prefix_memo m[3];
 	struct pick_request r[3];
 	const struct prefix_memo_entry *e[3];
