@@ -69,6 +69,18 @@ static void reset_loads(struct engine_candidate *c, size_t n)
 		c[i].load_read = false;
 }
 
+/* A cache-aware policy `p` over `cp` and `src`, then one plain-stage pick
+ * among the `n` candidates `c` (load reads cleared first). */
+static enum pick_outcome cache_pick(struct policy *p, const struct cache_aware_params *cp,
+				    struct cache_source *src, struct t_req *t,
+				    struct engine_candidate *c, size_t n, struct pick *out)
+{
+	mk_policy(p, cp, NULL, src);
+	reset_loads(c, n);
+	struct pick_ctx x = ctx_of(t, c, n, NULL);
+	return policy_pick(p, &x, out);
+}
+
 /* ---- scenario 13: thresholds ------------------------------------------------- */
 
 START_TEST(test_scenario13_min_tokens_1_picks_deep)
@@ -90,9 +102,7 @@ START_TEST(test_scenario13_min_tokens_1_picks_deep)
 
 	cache_aware_params_default(&cp);
 	cp.min_matched_tokens = 1;
-	mk_policy(&p, &cp, NULL, NULL);
-	struct pick_ctx x = ctx_of(&t, c, 2, NULL);
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://deep");
 	ck_assert_str_eq(out.reason, "cache_candidate");
 	ck_assert_uint_eq(cache_aware_get_stats(&p)->decisions[CACHE_AWARE_HIT], 1);
@@ -101,10 +111,7 @@ START_TEST(test_scenario13_min_tokens_1_picks_deep)
 
 	/* min tokens 8: deep matches 7, shallow 4 → load fallback → shallow */
 	cp.min_matched_tokens = 8;
-	mk_policy(&p, &cp, NULL, NULL);
-	reset_loads(c, 2);
-	x = ctx_of(&t, c, 2, NULL);
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://shallow");
 	ck_assert_str_eq(out.reason, "no_cache_candidate");
 	ck_assert_uint_eq(cache_aware_get_stats(&p)->decisions[CACHE_AWARE_MISS], 1);
@@ -114,10 +121,7 @@ START_TEST(test_scenario13_min_tokens_1_picks_deep)
 	/* min ratio 0.9: deep 7/8 = 0.875 → shallow */
 	cp.min_matched_tokens = 0;
 	cp.min_match_ratio = 0.9;
-	mk_policy(&p, &cp, NULL, NULL);
-	reset_loads(c, 2);
-	x = ctx_of(&t, c, 2, NULL);
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://shallow");
 	ck_assert_str_eq(out.reason, "no_cache_candidate");
 	policy_destroy(&p);
@@ -153,11 +157,9 @@ START_TEST(test_scenario14_remote_urls_max_of_duplicates_capped_exact_match)
 	cp.min_matched_tokens = 0;
 	cp.min_match_ratio = 1.0;
 	struct policy p;
-	mk_policy(&p, &cp, NULL, &src);
 	struct engine_candidate c[2] = {rfx_cand(&fx, a, "http://a"), rfx_cand(&fx, b, "http://b")};
-	struct pick_ctx x = ctx_of(&t, c, 2, NULL);
 	struct pick out;
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, &src, &t, c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://a");
 	ck_assert_str_eq(out.reason, "cache_candidate");
 	policy_destroy(&p);
@@ -218,9 +220,7 @@ START_TEST(test_scenario17_owner_queued_cold_idle_goes_cold)
 	cache_aware_params_default(&cp);
 	cp.min_matched_tokens = 1;
 	cp.worker_queue_limit = 4;
-	mk_policy(&p, &cp, NULL, NULL);
-	struct pick_ctx x = ctx_of(&s.t, s.c, 2, NULL);
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &s.t, s.c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://cold");
 	ck_assert_str_eq(out.reason, "no_cache_candidate");
 	ck_assert_uint_eq(cache_aware_get_stats(&p)->decisions[CACHE_AWARE_WORKER_QUEUED], 1);
@@ -242,11 +242,8 @@ START_TEST(test_scenario17_both_queued_pins_owner)
 	cache_aware_params_default(&cp);
 	cp.min_matched_tokens = 1;
 	cp.worker_queue_limit = 4;
-	mk_policy(&p, &cp, NULL, NULL);
-	reset_loads(s.c, 2);
-	struct pick_ctx x = ctx_of(&s.t, s.c, 2, NULL);
 	struct pick out;
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &s.t, s.c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.reason, "saturation_pin");
 	policy_destroy(&p);
 	prefix_memo_free(&s.t.memo);
@@ -263,10 +260,8 @@ START_TEST(test_scenario17_cold_3_with_floor_2_pins_owner)
 	cp.min_matched_tokens = 1;
 	cp.worker_queue_limit = 4;
 	cp.saturation_queue_floor = 2;
-	mk_policy(&p, &cp, NULL, NULL);
-	struct pick_ctx x = ctx_of(&s.t, s.c, 2, NULL);
 	struct pick out;
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &s.t, s.c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://owner");
 	ck_assert_str_eq(out.reason, "saturation_pin");
 	policy_destroy(&p);
@@ -317,12 +312,10 @@ static const char *s19(uint64_t margin, bool shallow_stale)
 	cp.pressure_abs_tokens = 10;
 	cp.switch_margin_tokens = margin;
 	struct policy p;
-	mk_policy(&p, &cp, NULL, NULL);
 	struct engine_candidate c[2] = {rfx_cand(&fx, deep, "http://deep"),
 					rfx_cand(&fx, shallow, "http://shallow")};
-	struct pick_ctx x = ctx_of(&t, c, 2, NULL);
 	struct pick out;
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.reason, "cache_candidate");
 	const char *id = out.worker->id;
 	policy_destroy(&p);
@@ -376,11 +369,9 @@ START_TEST(test_rejected_source_is_invalid_signal)
 	struct cache_aware_params cp;
 	cache_aware_params_default(&cp);
 	struct policy p;
-	mk_policy(&p, &cp, NULL, &src);
 	struct engine_candidate c[1] = {rfx_cand(&fx, a, "http://a")};
-	struct pick_ctx x = ctx_of(&t, c, 1, NULL);
 	struct pick out;
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_INVALID_SIGNAL);
+	ck_assert_int_eq(cache_pick(&p, &cp, &src, &t, c, 1, &out), PICK_INVALID_SIGNAL);
 	policy_destroy(&p);
 	cache_source_close(&src);
 	prefix_memo_free(&t.memo);
@@ -397,11 +388,9 @@ START_TEST(test_indexer_entry_missing_at_pick_is_a_miss_never_a_wait)
 	struct cache_aware_params cp;
 	cache_aware_params_default(&cp);
 	struct policy p;
-	mk_policy(&p, &cp, NULL, &src);
 	struct engine_candidate c[1] = {rfx_cand(&fx, a, "http://a")};
-	struct pick_ctx x = ctx_of(&t, c, 1, NULL);
 	struct pick out;
-	ck_assert_int_eq(policy_pick(&p, &x, &out), PICK_OK);
+	ck_assert_int_eq(cache_pick(&p, &cp, &src, &t, c, 1, &out), PICK_OK);
 	ck_assert_str_eq(out.reason, "no_cache_candidate");
 	ck_assert_int_eq(t.memo.entries[0].status, PREFIX_UNAVAILABLE);
 	ck_assert_int_eq(t.memo.entries[0].why, PREFIX_WHY_TIMEOUT);
