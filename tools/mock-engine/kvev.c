@@ -134,6 +134,29 @@ static void pack_hashes(msgpack_packer *pk, const struct kvev *e)
 		msgpack_pack_int64(pk, e->hashes[i]);
 }
 
+static void pack_tokens(msgpack_packer *pk, const struct kvev *e)
+{
+	msgpack_pack_array(pk, e->n_tokens);
+	for (size_t i = 0; i < e->n_tokens; i++)
+		msgpack_pack_uint32(pk, e->tokens[i]);
+}
+
+/* `s`, or nil where it is NULL. */
+static void pack_cstr_or_nil(msgpack_packer *pk, const char *s)
+{
+	if (s)
+		pack_cstr(pk, s);
+	else
+		msgpack_pack_nil(pk);
+}
+
+/* The map key "type" and its value `type`. */
+static void pack_type(msgpack_packer *pk, const char *type)
+{
+	pack_cstr(pk, "type");
+	pack_cstr(pk, type);
+}
+
 static void pack_array_event(msgpack_packer *pk, const struct kvev *e, const char *medium)
 {
 	switch (e->type) {
@@ -145,9 +168,7 @@ static void pack_array_event(msgpack_packer *pk, const struct kvev *e, const cha
 			msgpack_pack_int64(pk, e->parent);
 		else
 			msgpack_pack_nil(pk);
-		msgpack_pack_array(pk, e->n_tokens);
-		for (size_t i = 0; i < e->n_tokens; i++)
-			msgpack_pack_uint32(pk, e->tokens[i]);
+		pack_tokens(pk, e);
 		msgpack_pack_uint32(pk, e->block_size);
 		msgpack_pack_nil(pk); /* lora_id */
 		if (medium)
@@ -172,8 +193,7 @@ static void pack_map_event(msgpack_packer *pk, const struct kvev *e, const char 
 	switch (e->type) {
 	case KVEV_STORED:
 		msgpack_pack_map(pk, medium ? 7 : 6);
-		pack_cstr(pk, "type");
-		pack_cstr(pk, "BlockStored");
+		pack_type(pk, "BlockStored");
 		pack_cstr(pk, "block_hashes");
 		pack_hashes(pk, e);
 		pack_cstr(pk, "parent_block_hash");
@@ -182,9 +202,7 @@ static void pack_map_event(msgpack_packer *pk, const struct kvev *e, const char 
 		else
 			msgpack_pack_nil(pk);
 		pack_cstr(pk, "token_ids");
-		msgpack_pack_array(pk, e->n_tokens);
-		for (size_t i = 0; i < e->n_tokens; i++)
-			msgpack_pack_uint32(pk, e->tokens[i]);
+		pack_tokens(pk, e);
 		pack_cstr(pk, "block_size");
 		msgpack_pack_uint32(pk, e->block_size);
 		pack_cstr(pk, "lora_id");
@@ -196,8 +214,7 @@ static void pack_map_event(msgpack_packer *pk, const struct kvev *e, const char 
 		break;
 	case KVEV_REMOVED:
 		msgpack_pack_map(pk, medium ? 3 : 2);
-		pack_cstr(pk, "type");
-		pack_cstr(pk, "BlockRemoved");
+		pack_type(pk, "BlockRemoved");
 		pack_cstr(pk, "block_hashes");
 		pack_hashes(pk, e);
 		if (medium) {
@@ -207,8 +224,7 @@ static void pack_map_event(msgpack_packer *pk, const struct kvev *e, const char 
 		break;
 	case KVEV_CLEARED:
 		msgpack_pack_map(pk, 1);
-		pack_cstr(pk, "type");
-		pack_cstr(pk, "AllBlocksCleared");
+		pack_type(pk, "AllBlocksCleared");
 		break;
 	}
 }
@@ -234,27 +250,29 @@ static void pack_vllm_id(msgpack_packer *pk, uint64_t seed, int64_t id)
 	msgpack_pack_bin_body(pk, b, sizeof(b));
 }
 
+static void pack_vllm_hashes(msgpack_packer *pk, const struct kvev *e, uint64_t seed)
+{
+	msgpack_pack_array(pk, e->n_hashes);
+	for (size_t i = 0; i < e->n_hashes; i++)
+		pack_vllm_id(pk, seed, e->hashes[i]);
+}
+
 static void pack_vllm_event(msgpack_packer *pk, const struct kvev *e, const struct kvev_batch *b)
 {
 	const char *medium = b->medium;
 	switch (e->type) {
 	case KVEV_STORED:
 		msgpack_pack_map(pk, 8);
-		pack_cstr(pk, "type");
-		pack_cstr(pk, "BlockStored");
+		pack_type(pk, "BlockStored");
 		pack_cstr(pk, "block_hashes");
-		msgpack_pack_array(pk, e->n_hashes);
-		for (size_t i = 0; i < e->n_hashes; i++)
-			pack_vllm_id(pk, b->vllm_seed, e->hashes[i]);
+		pack_vllm_hashes(pk, e, b->vllm_seed);
 		pack_cstr(pk, "parent_block_hash");
 		if (e->has_parent)
 			pack_vllm_id(pk, b->vllm_seed, e->parent);
 		else
 			msgpack_pack_nil(pk);
 		pack_cstr(pk, "token_ids");
-		msgpack_pack_array(pk, e->n_tokens);
-		for (size_t i = 0; i < e->n_tokens; i++)
-			msgpack_pack_uint32(pk, e->tokens[i]);
+		pack_tokens(pk, e);
 		pack_cstr(pk, "block_size");
 		msgpack_pack_uint32(pk, e->block_size);
 		pack_cstr(pk, "lora_id");
@@ -263,34 +281,22 @@ static void pack_vllm_event(msgpack_packer *pk, const struct kvev *e, const stru
 		else
 			msgpack_pack_nil(pk);
 		pack_cstr(pk, "medium");
-		if (medium)
-			pack_cstr(pk, medium);
-		else
-			msgpack_pack_nil(pk);
+		pack_cstr_or_nil(pk, medium);
 		pack_cstr(pk, "lora_name");
-		if (e->lora > 0 && b->lora_names)
-			pack_cstr(pk, b->lora_names[e->lora - 1]);
-		else
-			msgpack_pack_nil(pk);
+		pack_cstr_or_nil(pk, e->lora > 0 && b->lora_names ? b->lora_names[e->lora - 1]
+								   : NULL);
 		break;
 	case KVEV_REMOVED:
 		msgpack_pack_map(pk, 3);
-		pack_cstr(pk, "type");
-		pack_cstr(pk, "BlockRemoved");
+		pack_type(pk, "BlockRemoved");
 		pack_cstr(pk, "block_hashes");
-		msgpack_pack_array(pk, e->n_hashes);
-		for (size_t i = 0; i < e->n_hashes; i++)
-			pack_vllm_id(pk, b->vllm_seed, e->hashes[i]);
+		pack_vllm_hashes(pk, e, b->vllm_seed);
 		pack_cstr(pk, "medium");
-		if (medium)
-			pack_cstr(pk, medium);
-		else
-			msgpack_pack_nil(pk);
+		pack_cstr_or_nil(pk, medium);
 		break;
 	case KVEV_CLEARED:
 		msgpack_pack_map(pk, 1);
-		pack_cstr(pk, "type");
-		pack_cstr(pk, "AllBlocksCleared");
+		pack_type(pk, "AllBlocksCleared");
 		break;
 	}
 }
