@@ -763,6 +763,24 @@ static uint32_t node_alloc(struct statebus_region *r, uint32_t protect)
 	return 0;
 }
 
+/* Makes node `c`, filled in with its hash and first owner, reachable as a
+ * child of `parent` (0: a root): hash chain, parent's child count, LRU
+ * place, node and owner counts. */
+static void node_publish(struct statebus_region *r, uint32_t c, uint32_t parent)
+{
+	struct sb_index_hdr *h = &r->hdr->index;
+	struct sb_index_node *nn = inode(r, c);
+	uint32_t *head = bucket_at(r, nn->hash);
+	nn->hnext = *head;
+	cmm_smp_wmb(); /* node complete before it is reachable */
+	CMM_STORE_SHARED(*head, c);
+	if (parent != 0)
+		inode(r, parent)->nchildren++;
+	lru_place(r, c, parent);
+	CMM_STORE_SHARED(h->nodes, h->nodes + 1);
+	CMM_STORE_SHARED(h->owners, h->owners + 1);
+}
+
 /* Keeps `watermark` nodes free or on their way (retired) ahead of a store. */
 static void make_room(struct statebus_region *r, uint32_t protect)
 {
@@ -996,15 +1014,7 @@ int statebus_index_store(struct statebus_region *r, uint32_t worker, uint32_t ra
 				nn->flags |= SB_INODE_CRUMB;
 				nn->crumb = parent;
 			}
-			uint32_t *head = bucket_at(r, hashes[i]);
-			nn->hnext = *head;
-			cmm_smp_wmb(); /* node complete before it is reachable */
-			CMM_STORE_SHARED(*head, c);
-			if (cur != 0)
-				inode(r, cur)->nchildren++;
-			lru_place(r, c, cur);
-			CMM_STORE_SHARED(h->nodes, h->nodes + 1);
-			CMM_STORE_SHARED(h->owners, h->owners + 1);
+			node_publish(r, c, cur);
 		} else {
 			if (owner_add(r, c, worker, gen, rank, tiers) != SY_OK) {
 				rc = SY_ENOSPC;
@@ -1169,7 +1179,6 @@ int statebus_index_predict(struct statebus_region *r, uint32_t worker, uint32_t 
 		n = (size_t)cap; /* the engine cannot hold more: keep the prefix */
 	if (n == 0)
 		return SY_OK;
-	struct sb_index_hdr *h = &r->hdr->index;
 	op_begin(r);
 	sb_pred_sync_gen(r, worker, gen);
 	make_room(r, 0);
@@ -1195,15 +1204,7 @@ int statebus_index_predict(struct statebus_region *r, uint32_t worker, uint32_t 
 			SB_BUG_ON(sb_pred_touch(r, c, worker, gen, rank, now_ns) != SY_OK);
 			nn->own0 = SB_OWN(gen, worker, rank, STATEBUS_TIER_PREDICTED);
 			nn->nowners = 1;
-			uint32_t *head = bucket_at(r, hashes[i]);
-			nn->hnext = *head;
-			cmm_smp_wmb(); /* node complete before it is reachable */
-			CMM_STORE_SHARED(*head, c);
-			if (cur != 0)
-				inode(r, cur)->nchildren++;
-			lru_place(r, c, cur);
-			CMM_STORE_SHARED(h->nodes, h->nodes + 1);
-			CMM_STORE_SHARED(h->owners, h->owners + 1);
+			node_publish(r, c, cur);
 		} else {
 			int prc = predict_on(r, c, worker, gen, rank, now_ns);
 			if (prc < 0) {
