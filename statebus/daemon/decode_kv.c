@@ -95,10 +95,18 @@ static int read_hashes(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_even
 	return EV_OK;
 }
 
+/* Consumes a nil; false (nothing read) where the next item is another type. */
+static bool read_nil(struct sy_cursor *c)
+{
+	if (sy_mp_peek(c) != SY_MP_NIL)
+		return false;
+	sy_mp_read_nil(c);
+	return true;
+}
+
 static int read_parent(struct sy_cursor *c, struct sbd_kv_event *ev)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c)) {
 		ev->has_parent = false;
 		return EV_OK;
 	}
@@ -112,10 +120,8 @@ static int read_parent(struct sy_cursor *c, struct sbd_kv_event *ev)
 static int read_tokens(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_event *ev)
 {
 	uint32_t n;
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c))
 		return EV_OK;
-	}
 	if (!sy_mp_read_array(c, &n))
 		return EV_BAD;
 	if (n > SBD_MAX_TOKENS_PER_EVENT) {
@@ -162,10 +168,8 @@ static int read_tokens(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_even
 /* lora_id: int or nil. */
 static int read_lora_id(struct sy_cursor *c, struct sbd_kv_event *ev)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c))
 		return EV_OK;
-	}
 	ev->has_lora_id = sy_mp_read_i64(c, &ev->lora_id);
 	return ev->has_lora_id ? EV_OK : EV_BAD;
 }
@@ -173,10 +177,8 @@ static int read_lora_id(struct sy_cursor *c, struct sbd_kv_event *ev)
 /* lora_name: str or nil (borrowed span of the payload). */
 static int read_lora_name(struct sy_cursor *c, struct sbd_kv_event *ev)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c))
 		return EV_OK;
-	}
 	ev->has_lora_name = sy_mp_read_str(c, &ev->lora_name, &ev->lora_name_len);
 	return ev->has_lora_name ? EV_OK : EV_BAD;
 }
@@ -185,10 +187,8 @@ static int read_lora_name(struct sy_cursor *c, struct sbd_kv_event *ev)
  * (validated by skipping it). */
 static int read_extra_keys(struct sy_cursor *c, struct sbd_kv_event *ev)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c))
 		return EV_OK;
-	}
 	if (sy_mp_peek(c) != SY_MP_ARRAY)
 		return EV_BAD;
 	const uint8_t *start = c->pos;
@@ -199,37 +199,33 @@ static int read_extra_keys(struct sy_cursor *c, struct sbd_kv_event *ev)
 	return EV_OK;
 }
 
-/* group_idx: int ≥ 0 or nil. */
-static int read_group(struct sy_cursor *c, struct sbd_kv_event *ev)
+/* An int ≥ 0 into *out, or nil (*out left as it is). */
+static int read_nonneg(struct sy_cursor *c, int64_t *out)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c))
 		return EV_OK;
-	}
 	int64_t v;
 	if (!sy_mp_read_i64(c, &v) || v < 0)
 		return EV_BAD;
-	ev->group_idx = v;
+	*out = v;
 	return EV_OK;
 }
 
+/* group_idx: int ≥ 0 or nil. */
+static int read_group(struct sy_cursor *c, struct sbd_kv_event *ev)
+{
+	return read_nonneg(c, &ev->group_idx);
+}
+
+/* block_size: int ≥ 0 or nil. */
 static int read_block_size(struct sy_cursor *c, struct sbd_kv_event *ev)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
-		return EV_OK;
-	}
-	int64_t v;
-	if (!sy_mp_read_i64(c, &v) || v < 0)
-		return EV_BAD;
-	ev->block_size = v;
-	return EV_OK;
+	return read_nonneg(c, &ev->block_size);
 }
 
 static int read_medium(struct sy_cursor *c, struct sbd_kv_event *ev)
 {
-	if (sy_mp_peek(c) == SY_MP_NIL) {
-		sy_mp_read_nil(c);
+	if (read_nil(c)) {
 		ev->medium = SBD_MEDIUM_ABSENT;
 		return EV_OK;
 	}
