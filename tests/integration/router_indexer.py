@@ -81,26 +81,12 @@ class FakeStatebus(threading.Thread):
 
 def start_router(name, timeout_ms, endpoint):
     port = free_port()
-    cfg = os.path.join(T, name + ".yaml")
-    with open(cfg, "w") as f:
-        f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
-                "router: {host: 127.0.0.1, port: %d, processes: 1}\n"
-                "policy: {type: cache_aware, cache_prefix_provider: indexer,\n"
-                "         kv_indexer_endpoint: '%s', kv_indexer_timeout_ms: %d}\n"
-                % (SHM, URL, port, endpoint, timeout_ms))
-    p = sytest.subprocess.Popen([ROUTER, "--config", cfg],
-                                stdout=open(os.path.join(T, name + ".log"), "a"),
-                                stderr=sytest.subprocess.STDOUT)
-    procs.append(p)
-
-    def ready():
-        if p.poll() is not None:
-            fail("router %s exited" % name)
-        try:
-            return request(port, "GET", "/readyz", timeout=2)[0] == 200
-        except OSError:
-            return False
-    wait_for("router %s ready" % name, ready, timeout=20)
+    sytest.start_router(ROUTER, T, name, port,
+                        "model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
+                        "router: {host: 127.0.0.1, port: %d, processes: 1}\n"
+                        "policy: {type: cache_aware, cache_prefix_provider: indexer,\n"
+                        "         kv_indexer_endpoint: '%s', kv_indexer_timeout_ms: %d}\n"
+                        % (SHM, URL, port, endpoint, timeout_ms), procs, timeout=20)
     return port
 
 

@@ -256,13 +256,7 @@ def main():
 
 
 if __name__ == "__main__":
-    ok = False
-    try:
-        main()
-        ok = True
-    except SystemExit as e:
-        ok = not e.code
-    finally:
+    def cleanup(ok):
         sytest.stop_procs(procs)
         shutil.rmtree(D, ignore_errors=True)
-    sys.exit(0 if ok else 1)
+    sys.exit(0 if sytest.run_main(main, cleanup) else 1)

@@ -356,27 +356,12 @@ def main():
 
 
 if __name__ == "__main__":
-    ok = False
-    try:
-        main()
-        ok = True
-    except AssertionError:
-        import traceback
-        traceback.print_exc()
-    except SystemExit as e:
-        ok = not e.code
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for f in (SHM,):
-            try:
-                os.unlink(f)
-            except OSError:
-                pass
+    def cleanup(ok):
+        sytest.kill_procs(procs)
+        sytest.unlink_quiet(SHM)
         if not ok and os.path.exists(LOG):
             sys.stderr.write("---- statebus log (last 60 lines) ----\n")
             sys.stderr.write("".join(open(LOG, errors="replace").readlines()[-60:]))
         if os.path.exists(LOG):
             os.unlink(LOG)
-    os._exit(0 if ok else 1)
+    os._exit(0 if sytest.run_main(main, cleanup) else 1)

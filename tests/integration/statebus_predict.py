@@ -111,19 +111,7 @@ def main():
 
 
 if __name__ == "__main__":
-    ok = False
-    try:
-        main()
-        ok = True
-    except SystemExit as e:
-        ok = not e.code
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for f in (SHM, LOG):
-            try:
-                os.unlink(f)
-            except OSError:
-                pass
-    os._exit(0 if ok else 1)
+    def cleanup(ok):
+        sytest.kill_procs(procs)
+        sytest.unlink_quiet(SHM, LOG)
+    os._exit(0 if sytest.run_main(main, cleanup) else 1)

@@ -128,6 +128,61 @@ def stop_procs(procs, timeout=8):
             p.wait()
 
 
+def start_router(router, d, name, port, config, procs, timeout=10.0):
+    """switchyard-router on the YAML text config (written to d/name.yaml),
+    stdout/stderr appended to d/name.log, its Popen added to procs; waits
+    until GET /readyz on port answers 200 (the router exiting fails the test)."""
+    cfg = os.path.join(d, name + ".yaml")
+    with open(cfg, "w") as f:
+        f.write(config)
+    p = subprocess.Popen([router, "--config", cfg], stdout=open(os.path.join(d, name + ".log"), "a"),
+                         stderr=subprocess.STDOUT)
+    procs.append(p)
+
+    def ready():
+        if p.poll() is not None:
+            fail("router %s exited" % name)
+        try:
+            return request(port, "GET", "/readyz", timeout=2)[0] == 200
+        except OSError:
+            return False
+    wait_for("router %s ready" % name, ready, timeout=timeout)
+
+
+def kill_procs(procs):
+    """SIGKILL to every live process of procs."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+
+
+def unlink_quiet(*paths):
+    """Removes each of paths that exists."""
+    for f in paths:
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
+
+
+def run_main(main, cleanup):
+    """main(), then cleanup(ok) whatever happened → ok: main returned or
+    exited with status 0 (an AssertionError's traceback is printed: not ok).
+    Any other exception goes on after cleanup."""
+    ok = False
+    try:
+        main()
+        ok = True
+    except AssertionError:
+        import traceback
+        traceback.print_exc()
+    except SystemExit as e:
+        ok = not e.code
+    finally:
+        cleanup(ok)
+    return ok
+
+
 def fleet_one(fleet, mock, d, *mock_args):
     """Starts one mock engine with mock-fleet in dir d → its fleet.json entry."""
     r = subprocess.run([fleet, "start", "--dir", d, "--bin", mock, "--count", "1", "--"]
