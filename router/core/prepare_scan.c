@@ -19,6 +19,7 @@
  * whitespace and the separating comma), and the value starts after the
  * ':' that follows; the value's length is set when the value ends.
  */
+#include "common/grow.h"
 #include "router/core/prepare-int.h"
 #include "common/errors.h"
 
@@ -180,21 +181,6 @@ struct scan {
 static struct prep_msg *msgs(struct scan *s) { return (struct prep_msg *)s->buf->msgs; }
 static struct prep_item *items(struct scan *s) { return (struct prep_item *)s->buf->items; }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t c = *cap ? *cap * 2 : 8;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(*p, c * elem);
-	if (q == NULL)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
 static int nomem(struct scan *s)
 {
 	s->nomem = s->failed = true;
@@ -321,7 +307,7 @@ static int member_begin(struct scan *s, bool sub, size_t start, enum body_role r
 	struct prepare_buf *b = s->buf;
 	struct body_member **arr = sub ? &b->sub : &b->top;
 	size_t *n = sub ? &b->n_sub : &b->n_top, *cap = sub ? &b->cap_sub : &b->cap_top;
-	if (!grow((void **)arr, cap, *n + 1, sizeof(struct body_member)))
+	if (sy_grow((void **)arr, cap, *n + 1, sizeof(struct body_member)) != SY_OK)
 		return nomem(s);
 	size_t key_end = yajl_get_bytes_consumed(s->h);
 	struct body_member *m = &(*arr)[(*n)++];
@@ -428,7 +414,7 @@ static int add_id(struct scan *s, const char *v, size_t l)
 static int new_item(struct scan *s, bool ids, size_t off)
 {
 	struct prepare_buf *b = s->buf;
-	if (!grow(&b->items, &b->cap_items, b->n_items + 1, sizeof(struct prep_item)))
+	if (sy_grow(&b->items, &b->cap_items, b->n_items + 1, sizeof(struct prep_item)) != SY_OK)
 		return nomem(s);
 	struct prep_item *it = &items(s)[b->n_items];
 	it->ids = ids;
@@ -784,7 +770,7 @@ static int on_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		if (k != V_MAP)
 			return fail(s, "expected a message object, not %s", kind_name(k));
 		struct prepare_buf *b = s->buf;
-		if (!grow(&b->msgs, &b->cap_msgs, b->n_msgs + 1, sizeof(struct prep_msg)))
+		if (sy_grow(&b->msgs, &b->cap_msgs, b->n_msgs + 1, sizeof(struct prep_msg)) != SY_OK)
 			return nomem(s);
 		memset(&msgs(s)[b->n_msgs++], 0, sizeof(struct prep_msg));
 		return push(s, FR_MESSAGE);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/errors.h"
 #include "common/mpcursor.h"
 #include "wire.h"
@@ -35,21 +36,6 @@ struct kv_ctx {
 	size_t n_hashes; /* used entries of d->hashes */
 	size_t n_tokens; /* used entries of d->tokens */
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return SY_OK;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (q == NULL)
-		return SY_ENOMEM;
-	*p = q;
-	*cap = n;
-	return SY_OK;
-}
 
 /* A block id: int (i64 bits), or bin (vLLM 32-byte hash: an opaque id made
  * of its first 8 bytes read BE; shorter bins are zero-extended). */
@@ -82,7 +68,7 @@ static int read_hashes(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_even
 	ev->n_hashes = n;
 	if (n == 0)
 		return EV_OK; /* no scratch needed (it may still be NULL) */
-	if (grow((void **)&k->d->hashes, &k->d->hashes_cap, k->n_hashes + n, sizeof(int64_t)))
+	if (sy_grow((void **)&k->d->hashes, &k->d->hashes_cap, k->n_hashes + n, sizeof(int64_t)))
 		return -1;
 	int64_t *h = k->d->hashes + k->n_hashes;
 	for (uint32_t i = 0; i < n; i++)
@@ -132,7 +118,7 @@ static int read_tokens(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_even
 		return EV_OK;
 	}
 	/* n ≤ bytes left, and a pair takes ≥ 3 bytes: 2n is bounded by the input */
-	if (n > 0 && grow((void **)&k->d->tokens, &k->d->tokens_cap, k->n_tokens + 2 * (size_t)n,
+	if (n > 0 && sy_grow((void **)&k->d->tokens, &k->d->tokens_cap, k->n_tokens + 2 * (size_t)n,
 			  sizeof(uint32_t)))
 		return -1;
 	uint32_t *out = k->d->tokens + k->n_tokens;
@@ -370,7 +356,7 @@ static int decode_events(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_ba
 	if (!sy_mp_read_array(c, &n))
 		return c->err ? c->err : SY_EMALFORMED;
 	/* n ≤ bytes left (checked by the reader), so this is bounded by len. */
-	if (grow((void **)&k->d->events, &k->d->events_cap, n ? n : 1, sizeof(struct sbd_kv_event)))
+	if (sy_grow((void **)&k->d->events, &k->d->events_cap, n ? n : 1, sizeof(struct sbd_kv_event)))
 		return SY_ENOMEM;
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < n; i++) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/errors.h"
 #include "common/mpcursor.h"
 #include "vllm.h"
@@ -196,21 +197,6 @@ void sbd_vllm_scratch_free(struct sbd_vllm_scratch *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return SY_OK;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (q == NULL)
-		return SY_ENOMEM;
-	*p = q;
-	*cap = n;
-	return SY_OK;
-}
-
 /* Copies the elements of one extra_keys entry (cursor at it) other than a
  * string equal to the adapter name into s->xbuf; *len their byte count.
  * nil → 0 bytes. Returns false on a wrong shape. */
@@ -238,7 +224,7 @@ static bool extra_of_block(struct sy_cursor *c, const struct sbd_kv_event *e,
 		if (!sy_mp_skip(c))
 			return false;
 		size_t el = (size_t)(c->pos - start);
-		if (grow((void **)&s->xbuf, &s->xbuf_cap, *len + el, 1))
+		if (sy_grow((void **)&s->xbuf, &s->xbuf_cap, *len + el, 1))
 			return false;
 		memcpy(s->xbuf + *len, start, el);
 		*len += el;
@@ -286,8 +272,8 @@ int sbd_vllm_rehash(struct sbd_vmap *m, struct sbd_vllm_scratch *s, uint32_t wor
 			return SBD_VLLM_BAD_EXTRA;
 	}
 	uint32_t n = e->n_hashes < m->cap ? e->n_hashes : m->cap;
-	if (grow((void **)&s->ids, &s->ids_cap, n ? n : 1, sizeof(int64_t)) ||
-	    grow((void **)&s->dg, &s->dg_cap, n ? n : 1, sizeof(*s->dg)))
+	if (sy_grow((void **)&s->ids, &s->ids_cap, n ? n : 1, sizeof(int64_t)) ||
+	    sy_grow((void **)&s->dg, &s->dg_cap, n ? n : 1, sizeof(*s->dg)))
 		return SY_ENOMEM;
 	/* Hash first (no map change on a bad extra_keys entry), then map. */
 	struct sy_blockhash_digest *dg = s->dg;
@@ -321,7 +307,7 @@ int sbd_vllm_remove(struct sbd_vmap *m, struct sbd_vllm_scratch *s, uint32_t wor
 	*unknown = 0;
 	if (e->group_idx > 0)
 		return SBD_VLLM_OTHER_GROUP;
-	if (grow((void **)&s->ids, &s->ids_cap, e->n_hashes ? e->n_hashes : 1, sizeof(int64_t)))
+	if (sy_grow((void **)&s->ids, &s->ids_cap, e->n_hashes ? e->n_hashes : 1, sizeof(int64_t)))
 		return SY_ENOMEM;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < e->n_hashes; i++) {

@@ -1,5 +1,6 @@
 /* kvev.c — KV event recording with SGLang's coalescing rules, and msgpack
  * encoding of a batch in both event encodings (see kvev.h). */
+#include "common/grow.h"
 #include "tools/mock-engine/kvev.h"
 
 #include <openssl/evp.h>
@@ -8,21 +9,6 @@
 #include <string.h>
 
 #include "common/errors.h"
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 8;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
-		return SY_ENOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
 
 static struct kvev *push_event(struct kvev_batch *b, enum kvev_type type)
 {
@@ -49,8 +35,8 @@ static struct kvev *push_event(struct kvev_batch *b, enum kvev_type type)
 static int append(struct kvev *e, const int64_t *hashes, size_t n, const uint32_t *tokens,
 		  size_t ntok)
 {
-	if (grow((void **)&e->hashes, &e->cap_hashes, e->n_hashes + n, sizeof(int64_t)) ||
-	    grow((void **)&e->tokens, &e->cap_tokens, e->n_tokens + ntok, sizeof(uint32_t)))
+	if (sy_grow((void **)&e->hashes, &e->cap_hashes, e->n_hashes + n, sizeof(int64_t)) ||
+	    sy_grow((void **)&e->tokens, &e->cap_tokens, e->n_tokens + ntok, sizeof(uint32_t)))
 		return SY_ENOMEM;
 	if (n)
 		memcpy(e->hashes + e->n_hashes, hashes, n * sizeof(int64_t));
