@@ -113,6 +113,13 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
 		e->kv_block_size = w.kv_block_size;
 		e->kv_bigram = w.kv_bigram != 0;
 		e->kv_indexed = w.has_cache_signal && w.kv_rejected == STATEBUS_KV_OK;
+		if (!e->kv_indexed && w.kv_block_size > 0) {
+			/* Approximate mode: no KV events, predictions are the
+			 * index's only signal for this worker. */
+			struct statebus_predict_worker pw;
+			e->kv_indexed = statebus_predict_worker_read(r, s, &pw) == SY_OK &&
+					pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED;
+		}
 		memcpy(e->id, w.id, sizeof(e->id));
 		n++;
 	}

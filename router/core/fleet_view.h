@@ -41,7 +41,9 @@ struct fleet_entry {
 	uint16_t dp_size;
 	uint32_t kv_block_size;  /* tokens per KV block, 0 = unknown */
 	bool kv_bigram;          /* the engine hashes in bigram mode */
-	bool kv_indexed;         /* cache signal, stream accepted (kv_rejected 0) */
+	bool kv_indexed;         /* the index holds this worker's blocks: KV events
+				    accepted (kv_rejected 0), or, without KV events,
+				    the statebus's predictions (approximate mode) */
 	char id[STATEBUS_WORKER_ID_MAX];
 };
 

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "router/dispatch/body_rewrite.h"
+#include "router/policies/cache/cache_source.h"
 #include "router/dispatch/forward.h"
 #include "router/http/metrics.h"
 #include "router/http/response.h"
@@ -199,6 +200,28 @@ static int rewrite_body(h2o_req_t *req, const struct sampling_override *ov,
 
 /* Picks at `now_ns` and dispatch, after step one returned `rc` (err filled
  * when not 0). */
+/* Hands the dispatched prompt's block-hash chain to the statebus as
+ * predicted ownership of the engine that will hold its KV cache — the plain
+ * worker, or the PD prefill worker (DESIGN.md §9 "Predicted ownership";
+ * docs/statebus.md). Only when a cache_aware group computed the chain for
+ * this request; never blocks (a full ring drops it, counted by the
+ * statebus). DP rank 0: the engine balances its own ranks. */
+static void predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns)
+{
+	const struct prefix_memo *m = ir->pr.memo;
+	if (rt_w.region == NULL || m == NULL || !m->chain_done || m->n_ids == 0)
+		return;
+	const struct selected_worker *w = sel->pd ? &sel->prefill : &sel->worker;
+	struct statebus_prediction p = {
+		.worker = w->slot,
+		.worker_gen = w->generation,
+		.rank = 0,
+		.model_tag = statebus_predict_model_tag(ir->pr.model.ptr, ir->pr.model.len),
+		.now_ns = now_ns,
+	};
+	(void)statebus_predict_push(rt_w.region, rt_w.proc_slot, &p, m->ids, m->n_ids);
+}
+
 static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, uint64_t now_ns,
 			struct router_error *err)
 {
@@ -212,6 +235,7 @@ static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, 
 	}
 	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
+	predict(ir, &sel, t3);
 	h2o_iovec_t body = ir->body;
 	if (rewrite_body(req, g->sampling_override, &ir->pr, &sel, &body) != 0)
 		return rt_send_errorf(req, ir->route, 500, "internal_error",

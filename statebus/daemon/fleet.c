@@ -369,8 +369,18 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 			rec->kv_rejected = STATEBUS_KV_BAD_FACTS;
 		if (!f->has_kv && !w->kv.endpoint_port_base) {
 			statebus_counter_add(d->r, STATEBUS_CTR_WORKER_NO_CACHE_SIGNAL, 1);
-			sy_warn("worker %s: /server_info has no kv_events block and none is "
-				"configured; no cache signal, routed on load only", rec->id);
+			/* Approximate mode: the router's predictions are this
+			 * worker's only cache signal, hashed in its pages. */
+			if (rec->kv_block_size == 0 && f->page_size > 0)
+				rec->kv_block_size = (uint32_t)f->page_size;
+			if (rec->kv_block_size > 0)
+				sy_warn("worker %s: /server_info has no kv_events block and none is "
+					"configured; cache state predicted from routing (block %u)",
+					rec->id, rec->kv_block_size);
+			else
+				sy_warn("worker %s: /server_info has no kv_events block and none is "
+					"configured; no cache signal, routed on load only",
+					rec->id);
 		}
 	}
 	if (f != NULL && f->invalid != NULL) {
