@@ -317,8 +317,8 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 			break;
 	}
 	if (!drained())
-		sy_warn("worker %u: drain deadline passed with %llu requests in flight", index,
-			(unsigned long long)rt_w.active_requests);
+		sy_warn("worker %u: drain deadline passed with %llu requests in flight (open "
+			"connections are closed)", index, (unsigned long long)rt_w.active_requests);
 	statebus_proc_release(rt_w.region);
 	statebus_region_close(rt_w.region);
 	sy_info("worker %u exits", index);
