@@ -1,7 +1,9 @@
 /* readiness.c — /readyz's verdict (readiness.h).
  *
- * One pass per (model, bucket, group) over the fleet snapshot: O(models ×
- * groups × fleet entries), no policy, no load read, nothing written. The
+ * One pass per (model, bucket serving it, group) over the fleet snapshot:
+ * O(models × groups × fleet entries), no policy, no load read, nothing
+ * written. A bucket serves the models its `models` names, or, when no
+ * bucket names a model, that model if it names none (buckets.h). The
  * verdict stops at the first model and bucket that can form a selection;
  * otherwise it keeps the most specific failure (a PD bucket that has one
  * of its two stages ranks above a group without any candidate).
@@ -35,6 +37,21 @@ static uint32_t candidates(const struct engine_group *g, const struct fleet *f, 
 	return n;
 }
 
+static bool lists_model(const struct bucket *b, const char *model)
+{
+	for (size_t i = 0; i < b->n_models; i++)
+		if (strcmp(b->models[i], model) == 0)
+			return true;
+	return false;
+}
+
+/* Whether bucket b serves `model` (the resolver's per-model rule,
+ * buckets.h): named = some bucket lists the model. */
+static bool serves(const struct bucket *b, const char *model, bool named)
+{
+	return named ? lists_model(b, model) : b->n_models == 0;
+}
+
 /* Workers of model index m known in f, healthy or not. */
 static uint32_t known(const struct fleet *f, uint32_t m)
 {
@@ -62,8 +79,13 @@ void router_readiness_check(struct router_gen *g, const struct statebus_region *
 	for (size_t m = 0; m < f->n_models; m++) {
 		const char *model = f->models[m];
 		uint32_t k = known(f, (uint32_t)m);
+		bool named = false;
+		for (size_t i = 0; i < g->n_buckets && !named; i++)
+			named = lists_model(&g->buckets[i], model);
 		for (size_t i = 0; i < g->n_buckets; i++) {
 			const struct bucket *b = &g->buckets[i];
+			if (!serves(b, model, named))
+				continue;
 			if (!b->pd) {
 				uint32_t n = candidates(&b->plain, f, (uint32_t)m);
 				if (n > 0) {

@@ -1,9 +1,9 @@
 /* readiness.h — whether the router can serve a request now (GET /readyz,
  * DESIGN.md §9 "Routes").
  *
- * Ready = at least one model can get a complete selection: some bucket has
- * a candidate for it in its plain group, or one in its prefill group and
- * one in its decode group. A candidate is what EngineGroup::pick filters
+ * Ready = at least one model can get a complete selection: some bucket
+ * serving it (per-model resolution, buckets.h) has a candidate for it in
+ * its plain group, or one in its prefill group and one in its decode group. A candidate is what EngineGroup::pick filters
  * in before any policy runs (engine_group_pick, buckets.h): a fleet entry
  * of the model and the group's role, healthy, and a member of the group.
  * Load and admission are not consulted: a busy fleet is ready (its

@@ -34,7 +34,7 @@ static void build(const char *yaml)
 {
 	if (yaml != NULL)
 		ck_assert_int_eq(sy_config_load_string(&cfg, "t.yaml", yaml, strlen(yaml), &cerr), SY_OK);
-	ck_assert_int_eq(sy_config_finish(&cfg, &cerr), SY_OK);
+	ck_assert_msg(sy_config_finish(&cfg, &cerr) == SY_OK, "%s", cerr.msg);
 	ck_assert_int_eq(router_gen_build(&cfg, 1, &gen, &cerr), SY_OK);
 	router_gen_set_fleet_refresh(gen, 0);
 }
@@ -129,28 +129,33 @@ START_TEST(test_membership_counts)
 }
 END_TEST
 
-/* One model that can be served is enough; the most specific failure wins
- * when none can (a PD bucket with one stage over an empty plain group). */
+/* One model that can be served is enough, through the buckets that serve
+ * it; the most specific failure wins when none can (a PD bucket with one
+ * stage over an empty plain group). */
 START_TEST(test_any_model_is_enough_and_the_reason_is_the_most_specific)
 {
 	build("buckets:\n"
 	      "  - id: plain\n"
+	      "    models: [m2]\n"
 	      "    groups: {plain: {}}\n"
 	      "  - id: pd\n"
 	      "    groups: {prefill: {}, decode: {}}\n");
-	uint32_t a = rfx_worker(&fx, "http://a", "m1", STATEBUS_WORKER_PLAIN, false);
+	uint32_t b = rfx_worker(&fx, "http://b", "m2", STATEBUS_WORKER_PLAIN, false);
 	rfx_worker(&fx, "http://p", "m1", STATEBUS_WORKER_PREFILL, true);
+	rfx_worker(&fx, "http://a", "m1", STATEBUS_WORKER_PLAIN, true); /* no bucket serves m1 plain */
 	check_now();
 	ck_assert(!rd.ready);
 	ck_assert_str_eq(rd.code, "no_decode_workers_available");
-	rfx_worker(&fx, "http://b", "m2", STATEBUS_WORKER_PLAIN, true);
+	set_health(b, true);
 	check_now();
 	ck_assert(rd.ready);
 	ck_assert_str_eq(rd.message, "model \"m2\": bucket \"plain\" has 1 healthy worker(s)");
-	set_health(a, true);
+	rfx_worker(&fx, "http://d", "m1", STATEBUS_WORKER_DECODE, true);
+	set_health(b, false);
 	check_now();
 	ck_assert(rd.ready);
-	ck_assert(strstr(rd.message, "m1") != NULL);
+	ck_assert_str_eq(rd.message, "model \"m1\": bucket \"pd\" has 1 healthy prefill and 1 "
+				     "healthy decode worker(s)");
 }
 END_TEST
 
