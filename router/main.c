@@ -13,8 +13,11 @@
  *   SIGHUP   the configuration is re-read and checked; if good, each
  *            worker is told to reload (SIGHUP); a bad one is logged and the
  *            running generation kept;
- *   SIGTERM/SIGINT  drain: workers get SIGTERM and finish their requests
- *            within --shutdown-drain-secs; stragglers are killed after it.
+ *   SIGTERM/SIGINT  drain: the master closes its copy of the listening
+ *            socket and every worker gets SIGTERM at once (each closes its
+ *            copy, so new connections are refused, and finishes its
+ *            requests within --shutdown-drain-secs, server.c); stragglers
+ *            are killed 5 s after it.
  * Once a second it re-registers missing static workers (degraded mode)
  * and reaps dead process slots.
  */
@@ -237,6 +240,12 @@ int main(int argc, char **argv)
 		if (m_term && !terminating) {
 			terminating = true;
 			sd_notify(0, "STOPPING=1");
+			/* Stop accepting at once: the listening socket closes when
+			 * the last process closes its copy (workers close theirs on
+			 * SIGTERM after taking what is queued); systemd's socket
+			 * stays open in systemd. */
+			close(listen_fd);
+			listen_fd = -1;
 			term_deadline =
 				sy_mono_ns() + ((uint64_t)mg->cfg.router.shutdown_drain_secs + 5) * 1000000000u;
 			sy_info("SIGTERM: draining %u worker process(es) (up to %d s)", procs,

@@ -1,10 +1,14 @@
 /* worker.c — one worker process: h2o set-up, routes, signals, drain, reload.
  *
  * The loop: h2o_evloop_run() with a 100 ms cap, then the signal flags.
- *   SIGTERM/SIGINT  drain: /readyz answers 503, the listener is closed in
- *                   this process (the other processes keep theirs until they
- *                   get the signal too), requests in flight finish; the
- *                   process exits when none is left or at the drain deadline.
+ *   SIGTERM/SIGINT  drain (start_drain): the connections already queued on
+ *                   the listener are accepted and its copy closed here (the
+ *                   master signals every process and closes its own copy, so
+ *                   new connections are refused at once); answers carry
+ *                   Connection: close (HTTP/2: GOAWAY); /readyz answers 503
+ *                   on open connections; requests in flight finish; the
+ *                   process exits when no request and no connection is left,
+ *                   or at the drain deadline (--shutdown-drain-secs).
  *   SIGHUP          reload: re-read the configuration from the same command
  *                   line, build a new generation; requests in flight keep
  *                   theirs (router/core/generation.h). A bad configuration
@@ -119,13 +123,54 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 		h2o_accept(&rt_w.accept_ctx, sock);
 }
 
+/* Connections taken from the listening socket's queue when the drain
+ * starts (their clients connected before it: they are served). */
+#define RT_DRAIN_ACCEPT_MAX 4096
+/* During the drain an HTTP/1 connection that sends no request for this
+ * long is closed (h2o's request timeout, 10 s otherwise). */
+#define RT_DRAIN_IDLE_MS 1000
+
+/* Accepts what is queued on the listening socket, then closes this
+ * process's copy of it. Once every process has closed its copy (the
+ * master closes its own on SIGTERM), the kernel refuses new connections;
+ * a socket passed by systemd stays open in systemd, so connections wait in
+ * its queue for the next instance. */
 static void stop_accepting(void)
 {
 	if (rt_w.listener == NULL)
 		return;
+	h2o_socket_t *sock;
+	for (int i = 0; i < RT_DRAIN_ACCEPT_MAX &&
+			(sock = h2o_evloop_socket_accept(rt_w.listener)) != NULL; i++)
+		h2o_accept(&rt_w.accept_ctx, sock);
 	h2o_socket_read_stop(rt_w.listener);
 	h2o_socket_close(rt_w.listener); /* closes this process's copy of the fd */
 	rt_w.listener = NULL;
+}
+
+/* SIGTERM: stop accepting at once; h2o's shutdown request makes every
+ * HTTP/1 request from now on non-persistent (its answer says Connection:
+ * close, so no client reuses the connection) and sends HTTP/2 GOAWAY;
+ * idle HTTP/1 connections are closed after RT_DRAIN_IDLE_MS. /readyz
+ * answers 503 draining on the connections still open. */
+static void start_drain(void)
+{
+	rt_w.draining = true;
+	rt_w.drain_deadline_ns =
+		sy_mono_ns() + (uint64_t)rt_w.gen->cfg.router.shutdown_drain_secs * 1000000000u;
+	stop_accepting();
+	h2o_context_request_shutdown(&rt_w.hctx);
+	if (rt_w.hctx.http1.req_timeout.timeout > RT_DRAIN_IDLE_MS)
+		rt_w.hctx.http1.req_timeout.timeout = RT_DRAIN_IDLE_MS; /* applies to linked entries */
+}
+
+/* Drained: no inference request in flight and no client connection open
+ * (a request may still arrive on an open one; h2o 2.2 keeps its
+ * connections on these lists). */
+static bool drained(void)
+{
+	return rt_w.active_requests == 0 && h2o_linklist_is_empty(&rt_w.hctx.http1._conns) &&
+	       h2o_linklist_is_empty(&rt_w.hctx.http2._conns);
 }
 
 /* h2o's own body limit for a router limit of `max_body` bytes. h2o refuses
@@ -264,24 +309,16 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 			reload();
 		}
 		if (sig_term && !rt_w.draining) {
-			rt_w.draining = true;
-			rt_w.drain_deadline_ns =
-				sy_mono_ns() + (uint64_t)rt_w.gen->cfg.router.shutdown_drain_secs * 1000000000u;
-			stop_accepting();
+			start_drain();
 			sy_info("worker %u draining: %llu requests in flight", index,
 				(unsigned long long)rt_w.active_requests);
 		}
-		if (rt_w.draining &&
-		    (rt_w.active_requests == 0 || sy_mono_ns() >= rt_w.drain_deadline_ns))
+		if (rt_w.draining && (drained() || sy_mono_ns() >= rt_w.drain_deadline_ns))
 			break;
 	}
-	if (rt_w.active_requests != 0)
-		sy_warn("worker %u: drain deadline passed with %llu requests in flight", index,
-			(unsigned long long)rt_w.active_requests);
-	/* Give responses just completed a moment to flush. */
-	uint64_t flush_until = sy_mono_ns() + 200000000u;
-	while (sy_mono_ns() < flush_until)
-		h2o_evloop_run(rt_w.loop, 20);
+	if (!drained())
+		sy_warn("worker %u: drain deadline passed with %llu requests in flight (open "
+			"connections are closed)", index, (unsigned long long)rt_w.active_requests);
 	statebus_proc_release(rt_w.region);
 	statebus_region_close(rt_w.region);
 	sy_info("worker %u exits", index);

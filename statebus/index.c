@@ -1125,6 +1125,185 @@ int sb_index_repair(struct statebus_region *r)
 	return 1;
 }
 
+/* ------------------------------------------------ writer: start-up check */
+
+#define CK_BUCKET 1u /* node states in statebus_index_check() */
+#define CK_LRU 2u
+#define CK_RETIRED 4u
+#define CK_FREE 8u
+
+struct check {
+	struct statebus_region *r;
+	uint8_t *node;   /* CK_* per node, 1..node_hw */
+	uint8_t *ovf;    /* 1 owned, 2 free, per overflow record 1..ovf_hw */
+	uint32_t *kids;  /* live children per node */
+	uint32_t *pos;   /* LRU position per live node (1 = head) */
+	char *err;
+	size_t cap;
+};
+
+#define CK_FAIL(c, ...)                                \
+	do {                                           \
+		sb_errf((c)->err, (c)->cap, __VA_ARGS__); \
+		return SY_EMALFORMED;                  \
+	} while (0)
+
+/* Claims node i's overflow chain for it; *owners receives its owner count. */
+static int check_owners(struct check *c, uint32_t i, uint32_t *owners)
+{
+	const struct sb_index_hdr *h = &c->r->hdr->index;
+	const struct sb_index_node *n = inode(c->r, i);
+	uint32_t k = SB_OWN_TIERS(n->own0) != 0;
+	for (uint32_t j = n->ovf, steps = 0; j != 0; j = iovf(c->r, j)->next, steps++) {
+		if (j > h->ovf_hw || c->ovf[j] != 0 || steps > h->ovf_hw)
+			CK_FAIL(c, "node %u: overflow record %u out of range or shared", i, j);
+		c->ovf[j] = 1;
+		for (int x = 0; x < SB_INDEX_OVF_OWNERS; x++)
+			k += SB_OWN_TIERS(iovf(c->r, j)->own[x]) != 0;
+	}
+	*owners = k;
+	return SY_OK;
+}
+
+/* Walks a node list linked through lru_next from `head`, marking `mark`;
+ * `want` nodes expected, ending at `tail` (0: not checked), each with
+ * flags & `flag` == `flag` (0: flags must be 0). */
+static int check_list(struct check *c, const char *what, uint32_t head, uint32_t tail,
+		      uint32_t want, uint8_t mark, uint16_t flag)
+{
+	const struct sb_index_hdr *h = &c->r->hdr->index;
+	uint32_t n = 0, last = 0, prev = 0;
+	for (uint32_t i = head; i != 0; i = inode(c->r, i)->lru_next) {
+		const struct sb_index_node *nd = i <= h->node_hw ? inode(c->r, i) : NULL;
+		if (nd == NULL || c->node[i] & (CK_LRU | CK_RETIRED | CK_FREE) || ++n > want)
+			CK_FAIL(c, "%s: node %u out of range, repeated or past %u nodes", what, i, want);
+		if (flag ? (nd->flags & flag) != flag : nd->flags != 0)
+			CK_FAIL(c, "%s: node %u has flags %#x", what, i, nd->flags);
+		if (mark == CK_LRU) {
+			if (nd->lru_prev != prev)
+				CK_FAIL(c, "LRU: node %u links back to %u, not %u", i, nd->lru_prev, prev);
+			c->pos[i] = n;
+		}
+		c->node[i] |= mark;
+		prev = last = i;
+	}
+	if (n != want || (tail != 0 && last != tail) || (want == 0 && tail != 0))
+		CK_FAIL(c, "%s: %u nodes ending at %u, header says %u ending at %u", what, n, last,
+			want, tail);
+	return SY_OK;
+}
+
+static int check_run(struct check *c)
+{
+	struct statebus_region *r = c->r;
+	const struct sb_index_hdr *h = &r->hdr->index;
+	uint32_t hw = h->node_hw;
+	/* I1: each bucket chain holds live nodes of its own hash, once each */
+	const uint32_t *b = sb_table(r, SB_T_IBUCKETS);
+	uint64_t mask = r->hdr->index_buckets - 1;
+	uint32_t reached = 0;
+	for (uint32_t k = 0; k < r->hdr->index_buckets; k++) {
+		for (uint32_t i = b[k]; i != 0; i = inode(r, i)->hnext) {
+			if (i > hw || c->node[i] & CK_BUCKET)
+				CK_FAIL(c, "bucket %u: node %u out of range or linked twice", k, i);
+			const struct sb_index_node *n = inode(r, i);
+			if ((n->flags & SB_INODE_LIVE) == 0 || bucket_no(n->hash, mask) != k)
+				CK_FAIL(c, "bucket %u: node %u not live or of another bucket", k, i);
+			c->node[i] |= CK_BUCKET;
+			reached++;
+		}
+	}
+	if (reached != h->nodes)
+		CK_FAIL(c, "%u nodes reachable from the buckets, header says %u", reached, h->nodes);
+	/* I1 parents, I2 child counts, owner sets, overflow ownership */
+	uint64_t owners = 0;
+	for (uint32_t i = 1; i <= hw; i++) {
+		const struct sb_index_node *n = inode(r, i);
+		bool live = (n->flags & SB_INODE_LIVE) != 0;
+		if (live != ((c->node[i] & CK_BUCKET) != 0) ||
+		    (live && (n->flags & SB_INODE_RETIRED)) || (n->seq & 1u))
+			CK_FAIL(c, "node %u: flags %#x, seq %u, %s a bucket", i, n->flags, n->seq,
+				c->node[i] & CK_BUCKET ? "in" : "not in");
+		if (!live && (n->flags & SB_INODE_RETIRED) == 0)
+			continue;
+		uint32_t k;
+		if (check_owners(c, i, &k) != SY_OK)
+			return SY_EMALFORMED;
+		if (!live)
+			continue;
+		if (n->parent > hw || (n->parent != 0 &&
+				       (inode(r, n->parent)->flags & SB_INODE_LIVE) == 0))
+			CK_FAIL(c, "node %u: parent %u is not live", i, n->parent);
+		if (k != n->nowners)
+			CK_FAIL(c, "node %u: %u owners, %u counted", i, k, n->nowners);
+		c->kids[n->parent]++;
+		owners += k;
+	}
+	if (owners != h->owners)
+		CK_FAIL(c, "%llu owners on live nodes, header says %llu",
+			(unsigned long long)owners, (unsigned long long)h->owners);
+	for (uint32_t i = 1; i <= hw; i++)
+		if ((c->node[i] & CK_BUCKET) && inode(r, i)->nchildren != c->kids[i])
+			CK_FAIL(c, "node %u: %u children, %u counted", i, c->kids[i],
+				inode(r, i)->nchildren);
+	/* I3 (the eviction order relies on it), I5 */
+	if (check_list(c, "LRU", h->lru_head, h->lru_tail, h->nodes, CK_LRU, SB_INODE_LIVE) != SY_OK)
+		return SY_EMALFORMED;
+	for (uint32_t i = 1; i <= hw; i++) {
+		uint32_t p = inode(r, i)->parent;
+		if ((c->node[i] & CK_LRU) && p != 0 && c->pos[i] >= c->pos[p])
+			CK_FAIL(c, "LRU: node %u is not older than its parent %u", i, p);
+	}
+	if (check_list(c, "retire FIFO", h->ret_head, h->ret_tail, h->retired, CK_RETIRED,
+		       SB_INODE_RETIRED) != SY_OK ||
+	    check_list(c, "free list", h->node_free, 0, hw - h->nodes - h->retired, CK_FREE, 0) != SY_OK)
+		return SY_EMALFORMED;
+	/* overflow records: owned by one node or on the free list, never both */
+	uint32_t nfree = 0;
+	for (uint32_t j = h->ovf_free; j != 0; j = iovf(r, j)->reserved) {
+		if (j > h->ovf_hw || c->ovf[j] != 0 || ++nfree > h->ovf_hw)
+			CK_FAIL(c, "overflow free list: record %u out of range or in use", j);
+		c->ovf[j] = 2;
+	}
+	uint32_t owned = 0;
+	for (uint32_t j = 1; j <= h->ovf_hw; j++)
+		owned += c->ovf[j] == 1;
+	if (owned != h->ovf_used || owned + nfree != h->ovf_hw)
+		CK_FAIL(c, "overflow records: %u owned + %u free, header says %u used of %u", owned,
+			nfree, h->ovf_used, h->ovf_hw);
+	return sb_pred_check(r, c->err, c->cap);
+}
+
+int statebus_index_check(struct statebus_region *r, char *err, size_t cap)
+{
+	sb_assert_writer(r);
+	const struct sb_index_hdr *h = &r->hdr->index;
+	struct check c = {.r = r, .err = err, .cap = cap};
+	if (h->busy != 0)
+		CK_FAIL(&c, "an update was left unfinished");
+	if (h->node_hw > r->hdr->index_nodes || h->ovf_hw > r->hdr->index_overflow ||
+	    (uint64_t)h->nodes + h->retired > h->node_hw || h->ovf_used > h->ovf_hw ||
+	    h->ret_pending != 0)
+		CK_FAIL(&c, "pool counts out of range (%u live + %u retired of %u handed out, "
+			"pool %u; %u overflow records of %u, pool %u)", h->nodes, h->retired,
+			h->node_hw, r->hdr->index_nodes, h->ovf_used, h->ovf_hw,
+			r->hdr->index_overflow);
+	c.node = calloc((size_t)h->node_hw + 1, 1);
+	c.ovf = calloc((size_t)h->ovf_hw + 1, 1);
+	c.kids = calloc((size_t)h->node_hw + 1, sizeof(*c.kids));
+	c.pos = calloc((size_t)h->node_hw + 1, sizeof(*c.pos));
+	int rc = SY_ENOMEM;
+	if (c.node && c.ovf && c.kids && c.pos)
+		rc = check_run(&c);
+	else
+		sb_errf(err, cap, "out of memory checking %u nodes", h->node_hw);
+	free(c.node);
+	free(c.ovf);
+	free(c.kids);
+	free(c.pos);
+	return rc;
+}
+
 /* ---------------------------------------------------- writer: predicted */
 
 void sb_index_op_begin(struct statebus_region *r) { op_begin(r); }

@@ -225,6 +225,44 @@ void sb_pred_reset(struct statebus_region *r)
 		pw_restart(sb_pworker_at(r, w), 0);
 }
 
+int sb_pred_check(const struct statebus_region *r, char *err, size_t cap)
+{
+	const struct sb_index_hdr *h = &r->hdr->index;
+	uint32_t pc = pool_cap(r);
+	if (h->pe_hw > pc || h->pe_used > h->pe_hw) {
+		sb_errf(err, cap, "predicted entries: %u used of %u handed out, pool %u", h->pe_used,
+			h->pe_hw, pc);
+		return SY_EMALFORMED;
+	}
+	uint64_t listed = 0;
+	for (uint32_t w = 0; w < r->hdr->max_workers; w++) {
+		const struct sb_pred_worker *pw = sb_pworker_at(r, w);
+		uint32_t prev = 0, n = 0;
+		for (uint32_t i = pw->head; i != 0; i = sb_pentry_at(r, i)->next) {
+			const struct sb_pred_entry *e = i <= h->pe_hw ? sb_pentry_at(r, i) : NULL;
+			if (e == NULL || ++n > h->pe_used || e->prev != prev || e->worker != w ||
+			    e->node == 0 || e->node > r->hdr->index_nodes) {
+				sb_errf(err, cap, "predicted entries of worker slot %u: bad list at "
+					"entry %u", w, i);
+				return SY_EMALFORMED;
+			}
+			prev = i;
+		}
+		if (prev != pw->tail || n != pw->blocks) {
+			sb_errf(err, cap, "predicted entries of worker slot %u: %u listed, %llu "
+				"counted", w, n, (unsigned long long)pw->blocks);
+			return SY_EMALFORMED;
+		}
+		listed += n;
+	}
+	if (listed != h->pe_used) {
+		sb_errf(err, cap, "predicted entries: %llu listed, %u in use",
+			(unsigned long long)listed, h->pe_used);
+		return SY_EMALFORMED;
+	}
+	return SY_OK;
+}
+
 /* ------------------------------------------------------------- writer */
 
 int statebus_predict_sweep(struct statebus_region *r, uint64_t now_ns, uint64_t ttl_ns)

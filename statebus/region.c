@@ -429,6 +429,17 @@ uint64_t statebus_region_bump_incarnation(struct statebus_region *r)
 	return uatomic_add_return(&r->hdr->index_incarnation, 1);
 }
 
+uint64_t statebus_streams_incarnation(const struct statebus_region *r)
+{
+	return CMM_LOAD_SHARED(r->hdr->streams_incarnation);
+}
+
+void statebus_streams_set_incarnation(struct statebus_region *r, uint64_t inc)
+{
+	sb_assert_writer(r);
+	CMM_STORE_SHARED(r->hdr->streams_incarnation, inc);
+}
+
 void statebus_region_set_fresh_ns(struct statebus_region *r, uint64_t fresh_ns)
 {
 	r->fresh_ns = fresh_ns ? fresh_ns : r->hdr->load_fresh_ns;

@@ -112,6 +112,10 @@ struct statebus_hdr {
 
 	uint64_t global_epoch SB_ALIGNED;      /* ≥ 1; advanced by sb_epoch_stamp() */
 	uint64_t index_incarnation SB_ALIGNED;
+	uint64_t streams_incarnation;          /* index incarnation the stream
+	                                          records' cursors belong to (0 =
+	                                          none); in the padding of the
+	                                          incarnation's line */
 	/* Proc slots ever claimed: 1 + the highest slot index a process has
 	 * held (raised by statebus_proc_claim, never lowered). In-flight rows
 	 * at or past it are zero, so readers sum only the rows below it
@@ -183,6 +187,9 @@ struct statebus_hdr {
 	uint64_t counters[STATEBUS_COUNTERS_MAX] SB_ALIGNED;
 };
 _Static_assert(sizeof(struct statebus_hdr) <= SB_HDR_SIZE, "header fits its page");
+_Static_assert(offsetof(struct statebus_hdr, procs_hw) ==
+		       offsetof(struct statebus_hdr, index_incarnation) + SB_LINE,
+	       "the incarnation line keeps its size");
 
 struct sb_proc {
 	int32_t pid;          /* 0 = free; claimed by CAS 0 → pid */
@@ -441,6 +448,11 @@ int sb_pred_touch(struct statebus_region *r, uint32_t node, uint32_t worker, uin
 bool sb_pred_forget(struct statebus_region *r, uint32_t node, uint32_t worker, uint32_t rank,
 		    int why);
 void sb_pred_reset(struct statebus_region *r);
+/* Structural check of the predicted-entry pool (statebus_index_check):
+ * counts within the pool, every worker list bounded, doubly linked, of
+ * its own worker, entries naming a node in range, listed = in use.
+ * SY_OK or SY_EMALFORMED with the first problem in err. */
+int sb_pred_check(const struct statebus_region *r, char *err, size_t cap);
 /* room: true when a new entry for `worker` can be recorded (evicting the
  * worker's oldest entry predicted before now_ns if the pool is full).
  * sync_gen: drops the worker's entries of another generation than `gen`

@@ -1,10 +1,12 @@
-/* health.c — liveness, readiness, model list and metrics routes. */
+/* health.c — liveness, readiness (router/core/readiness.h), model list and
+ * metrics routes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/errors.h"
 #include "router/core/generation.h"
+#include "router/core/readiness.h"
 #include "router/http/response.h"
 #include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
@@ -16,24 +18,14 @@ int rt_route_health(h2o_req_t *req)
 	return rt_send_body(req, ROUTE_HEALTH, 200, "text/plain; charset=utf-8", "ok\n", 3);
 }
 
-static bool any_worker_known(void)
-{
-	struct statebus_region *r = rt_w.region;
-	uint32_t cap = r ? statebus_workers_capacity(r) : 0;
-	for (uint32_t s = 0; s < cap; s++) {
-		struct statebus_worker w;
-		if (statebus_worker_read(r, s, &w) == SY_OK && w.state == STATEBUS_WORKER_ACTIVE)
-			return true;
-	}
-	return false;
-}
-
 int rt_route_readyz(h2o_req_t *req)
 {
 	if (rt_w.draining)
 		return rt_send_errorf(req, ROUTE_READYZ, 503, "draining", "the router is shutting down");
-	if (!any_worker_known())
-		return rt_send_errorf(req, ROUTE_READYZ, 503, "no_healthy_workers", "no worker is known yet");
+	struct router_readiness rd;
+	router_readiness_check(rt_w.gen, rt_w.region, sy_mono_ns(), &rd);
+	if (!rd.ready)
+		return rt_send_errorf(req, ROUTE_READYZ, 503, rd.code, "not ready: %s", rd.message);
 	return rt_send_body(req, ROUTE_READYZ, 200, "text/plain; charset=utf-8", "ready\n", 6);
 }
 

@@ -13,7 +13,11 @@ int rt_route_infer(h2o_req_t *req, enum route route);
 
 /* GET /health, /healthz: liveness, "ok" (health.c). */
 int rt_route_health(h2o_req_t *req);
-/* GET /readyz: 503 while draining or before any worker is known. */
+/* GET /readyz: 200 while at least one model can get a complete selection
+ * (router/core/readiness.h); else 503 with the selection's error code
+ * (no_healthy_workers, no_prefill_workers_available,
+ * no_decode_workers_available) and a message naming model, bucket and what
+ * is missing; 503 draining once SIGTERM arrived. */
 int rt_route_readyz(h2o_req_t *req);
 /* GET /v1/models: OpenAI model list of the served models. */
 int rt_route_models(h2o_req_t *req);

@@ -20,7 +20,8 @@
  * "First" is registration order (adopted slots, then the configured fleet
  * in order, then control add_worker), never the order /server_info answers
  * arrive in: discovery runs concurrently (http.c), so a later-registered
- * worker may answer first. When an earlier-registered one then disagrees,
+ * worker may answer first. Adopted workers accepted by the previous
+ * statebus seed the oracle with their recorded block size at adoption. When an earlier-registered one then disagrees,
  * it takes the model over: the workers that set or followed the old block
  * size are rejected (unsubscribed, their blocks cleared) and those rejected
  * for disagreeing with it are re-evaluated (subscribed when they agree).
@@ -127,6 +128,8 @@ static void local_init(struct sbd *d, uint32_t slot, uint32_t gen, const struct 
 	w->order = d->next_order++;
 }
 
+static void oracle(struct sbd *d, struct sbd_worker *w);
+
 void sbd_fleet_adopt(struct sbd *d)
 {
 	for (uint32_t s = 0; s < d->n_slots; s++) {
@@ -139,6 +142,8 @@ void sbd_fleet_adopt(struct sbd *d)
 		(void)statebus_worker_set_health(d->r, s, rec.generation, rec.healthy,
 						 rec.health_checked_ns, 0);
 		local_init(d, s, rec.generation, &rec);
+		d->w[s].restart_pending = true;
+		d->w[s].adopted = rec;
 		d->w[s].model_from_engine = strcmp(rec.model, SY_CONFIG_DEFAULT_MODEL_ID) == 0;
 		struct sy_config_kv_events kv = {
 			.endpoint_port_base = rec.kv_port_base,
@@ -153,6 +158,11 @@ void sbd_fleet_adopt(struct sbd *d)
 		if (rec.kv_topic[0])
 			d->w[s].kv.topic = strdup(rec.kv_topic);
 		pred_publish(d, &d->w[s]);
+		/* the block size the previous statebus agreed for the model holds
+		 * until discovery says otherwise: a worker that answers first
+		 * cannot reject the others for a moment */
+		if (rec.kv_rejected == STATEBUS_KV_OK)
+			oracle(d, &d->w[s]);
 		sy_info("adopted worker %s (slot %u, generation %u)", rec.id, s, rec.generation);
 	}
 }
@@ -298,8 +308,9 @@ static void oracle(struct sbd *d, struct sbd_worker *w)
 		if (d->models[m].block_size == w->rec.kv_block_size) {
 			if (w->order < d->models[m].order)
 				d->models[m].order = w->order;
-		} else if (w->order < d->models[m].order) {
-			/* registered before the worker that set it: w was first */
+		} else if (w->order <= d->models[m].order) {
+			/* registered before the worker that set it (or w set it and
+			 * its block size changed): w was first */
 			sy_warn("worker %s: block size %u of model %s replaces %u (it is registered "
 				"before the worker that set it)", w->rec.id, w->rec.kv_block_size,
 				w->rec.model, d->models[m].block_size);

@@ -15,9 +15,12 @@
  * owns it, it is writable by group/other or reached through a symlink;
  * created 0640, chgrp'd to state.group); take the writer lock (a
  * second statebus on the same region refuses to start, naming the holder);
- * empty the index (new incarnation) and forget load and stream records (all
- * rebuilt from the engines — affinity and in-flight rows survive); adopt
- * the slots already in the workers table; add the configured fleet;
+ * keep the surviving index when it passes statebus_index_check() and the
+ * stream records belong to it (streams then resume from their cursors,
+ * subscriber.c), else empty it (new incarnation; ranks rebuilt by replay);
+ * forget load records (LoadStat refills them; affinity, in-flight rows and
+ * predictions survive); adopt the slots already in the workers table; add
+ * the configured fleet;
  * announce pid/start time/heartbeat in the header; bind the control
  * socket; sd_notify READY=1. SIGTERM/SIGINT: STOPPING=1, sockets closed,
  * withdraw, exit 0.
@@ -28,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <zmq.h>
@@ -287,6 +291,38 @@ static int run(struct sbd *d)
 	return 0;
 }
 
+/* The index a previous statebus left is kept when statebus_index_check()
+ * passes and the stream records were written for it (streams incarnation
+ * = index incarnation), so that every stream can resume from its cursor.
+ * A writer killed mid-update left `busy` set, and taking the lock emptied
+ * the index (new incarnation): the check passes on the empty index but the
+ * incarnations differ. Otherwise the index is emptied (new incarnation)
+ * and the ranks are rebuilt by replay from seq 0 where offered. */
+static void keep_index(struct sbd *d)
+{
+	struct statebus_index_stats st;
+	statebus_index_stats(d->r, &st);
+	char err[256] = "";
+	int rc = statebus_index_check(d->r, err, sizeof(err));
+	uint64_t inc = statebus_region_incarnation(d->r);
+	if (rc == SY_OK && statebus_streams_incarnation(d->r) != inc)
+		snprintf(err, sizeof(err), "its stream records belong to another incarnation");
+	d->index_kept = rc == SY_OK && err[0] == '\0';
+	if (d->index_kept) {
+		statebus_counter_add(d->r, STATEBUS_CTR_INDEX_KEPT, 1);
+		sy_info("index kept: %u nodes of incarnation %" PRIu64 "; streams resume "
+			"from their cursors", st.nodes, inc);
+	} else {
+		if (st.nodes > 0 || rc != SY_OK) {
+			statebus_counter_add(d->r, STATEBUS_CTR_INDEX_DISCARDED, 1);
+			sy_warn("surviving index of %u nodes discarded (%s): ranks are "
+				"rebuilt by replay from seq 0 where the engines offer it", st.nodes, err);
+		}
+		sbd_apply_reset(d);
+	}
+	statebus_streams_set_incarnation(d->r, statebus_region_incarnation(d->r));
+}
+
 static int start(struct sbd *d)
 {
 	char err[512] = "";
@@ -297,7 +333,16 @@ static int start(struct sbd *d)
 		sy_error("%s", err[0] ? err : sy_strerror(rc));
 		return 1;
 	}
-	rc = statebus_writer_lock(d->r, false);
+	/* A router master takes the writer lock for a moment each second
+	 * while no statebus is live (reaping, degraded mode): wait out such a
+	 * hold (up to 1 s), never a live statebus. */
+	for (int tries = 0;; tries++) {
+		rc = statebus_writer_lock(d->r, false);
+		if (rc != SY_EBUSY || tries >= 50 ||
+		    statebus_daemon_live(d->r, sy_mono_ns(), SBD_LIVE_NS))
+			break;
+		usleep(20000);
+	}
 	if (rc == SY_EBUSY) {
 		struct statebus_header_info h;
 		statebus_region_info(d->r, &h);
@@ -321,11 +366,11 @@ static int start(struct sbd *d)
 		sy_error("vLLM id map of %d blocks: out of memory", d->cfg.statebus.vllm_map_blocks);
 		return 1;
 	}
-	/* New incarnation: index, load and streams are rebuilt from the engines. */
-	sbd_apply_reset(d);
+	keep_index(d);
 	for (uint32_t s = 0; s < d->n_slots; s++) {
-		(void)statebus_load_clear_worker(d->r, s);
-		(void)statebus_streams_clear_worker(d->r, s);
+		(void)statebus_load_clear_worker(d->r, s); /* LoadStat refills it in ms */
+		if (!d->index_kept)
+			(void)statebus_streams_clear_worker(d->r, s);
 	}
 	d->zctx = zmq_ctx_new();
 	if (d->zctx == NULL || sbd_control_open(d, err, sizeof(err)) != SY_OK ||

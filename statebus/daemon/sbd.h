@@ -38,6 +38,7 @@
 #define SBD_SOCKET_REBUILD_ERRORS 64 /* consecutive receive errors → rebuild (§10) */
 #define SBD_RECV_BURST 256       /* messages taken from one socket per loop turn */
 #define SBD_PREDICT_BURST 4096   /* predictions drained from the rings per loop turn */
+#define SBD_LIVE_NS 5000000000ull /* heartbeat age past which a statebus is gone */
 
 /* A live batch held while a replay fetch is in progress. */
 struct sbd_held {
@@ -64,6 +65,13 @@ struct sbd_rank {
 	int64_t dup_upto;            /* cursor when the rebuild ended */
 	int64_t live_max;            /* highest live seq of the new publisher seen since
 	                                the peer was lost (-1 none) */
+	bool resumed;                /* st was restored from the stream record after a
+	                                statebus restart and no live batch came yet */
+	bool resume_fill;            /* the replay running fills the gap of a resumed
+	                                stream: a gap it cannot fill rebuilds the rank */
+	bool rebuild_on_open;        /* after a statebus restart this rank has no
+	                                cursor to resume from: rebuild it by replay
+	                                from seq 0 once its sockets are open */
 	struct statebus_stream st;   /* authoritative; published when dirty */
 	bool dirty;
 	uint32_t kv_errors;          /* consecutive receive errors */
@@ -104,6 +112,11 @@ struct sbd_worker {
 	uint64_t scrape_next_ns;
 	uint64_t kv_capacity_tokens;    /* /server_info max_total_num_tokens, 0 = unknown */
 	uint32_t page_size;             /* /server_info page_size, 0 = unknown */
+	bool restart_pending;           /* adopted at start-up, not subscribed yet: the
+	                                   first sbd_sub_open resumes or rebuilds each
+	                                   rank (subscriber.c "Statebus restart") */
+	struct statebus_worker adopted; /* the record as adopted (KV facts the kept
+	                                   index was built under) */
 	uint32_t n_ranks;               /* ranks with state (= rec.dp_size once known) */
 	struct sbd_rank *ranks;
 };
@@ -137,6 +150,8 @@ struct sbd {
 	uint64_t next_affinity_sweep_ns; /* affinity idle-expiry sweep (affinity.c) */
 	uint64_t scrapes, scrape_http_us, scrape_apply_ns; /* totals: cost per scrape */
 	uint64_t next_predict_sweep_ns;  /* predicted-entry expiry sweep (predict.c) */
+	bool index_kept;                 /* start-up kept the surviving index, and the
+	                                    stream records describe it (main.c) */
 };
 
 extern volatile sig_atomic_t sbd_stop;
@@ -191,7 +206,8 @@ void sbd_apply_batch(struct sbd *d, struct sbd_worker *w, uint32_t k,
 void sbd_apply_clear_rank(struct sbd *d, struct sbd_worker *w, uint32_t k);
 /* Clears every rank of slot `slot` in the index (worker removed). */
 void sbd_apply_clear_worker(struct sbd *d, uint32_t slot);
-/* Empties the index at start-up (bumps the incarnation). */
+/* Empties the index at start-up when it cannot be kept (bumps the
+ * incarnation). */
 void sbd_apply_reset(struct sbd *d);
 /* Allocates the vLLM id map (statebus.vllm_map_blocks). SY_ENOMEM. */
 int sbd_apply_init(struct sbd *d);

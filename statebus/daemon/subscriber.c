@@ -34,6 +34,16 @@
  * already applied are dropped as duplicates — held ones at its end, later
  * ones while they keep rising past the highest live seq seen (live_max) up
  * to the rebuild's cursor; a seq not above live_max is still stale.
+ * Statebus restart (docs/statebus.md "Start-up and restart"): the first
+ * sbd_sub_open of a worker adopted at start-up restores each rank's stream
+ * from its record when the index was kept, the KV facts are those it was
+ * built under and the engine is SGLang; the rank's first live batch then
+ * decides: cursor + 1 goes on, a gap is filled by replay (resume_fill: a
+ * gap the replay cannot fill — a hole in its answer, a short answer, a
+ * timeout — clears the rank and rebuilds it by replay from seq 0), a seq
+ * behind the cursor (a publisher restarted meanwhile) rebuilds the rank.
+ * A rank with nothing to resume from is cleared and rebuilt by replay
+ * from seq 0 as soon as its sockets are open.
  * Sockets reconnect on their own (ZMQ_RECONNECT_IVL 50 ms doubling to 2 s);
  * after SBD_SOCKET_REBUILD_ERRORS consecutive receive errors a socket is
  * rebuilt. Each loop turn takes at most SBD_RECV_BURST messages from one
@@ -133,6 +143,9 @@ static void open_kv(struct sbd *d, struct sbd_worker *w, uint32_t k)
 	rk->kv_mon = rk->kv_sub ? open_monitor(d, rk->kv_sub) : NULL;
 }
 
+static bool start_replay(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+			 const uint8_t *payload, size_t len);
+
 static void drop_held(struct sbd_rank *rk)
 {
 	for (uint32_t i = 0; i < rk->n_held; i++)
@@ -149,6 +162,8 @@ static void close_rank(struct sbd_rank *rk)
 	rk->old_drain = false;
 	rk->dup_window = false;
 	rk->rebuild = false;
+	rk->resumed = false;
+	rk->resume_fill = false;
 	if (rk->load_sub)
 		zmq_close(rk->load_sub);
 	if (rk->replay)
@@ -180,6 +195,44 @@ void sbd_sub_close(struct sbd *d, struct sbd_worker *w)
 		close_rank(&w->ranks[k]);
 }
 
+/* Whether the KV facts the kept index was built under (`a`, as adopted)
+ * still hold for the record after discovery (`b`): the same publisher
+ * endpoints, topic, block hashing, ranks, model and engine kind. */
+static bool kv_facts_same(const struct statebus_worker *a, const struct statebus_worker *b)
+{
+	return a->kv_port_base == b->kv_port_base && a->kv_block_size == b->kv_block_size &&
+	       a->kv_bigram == b->kv_bigram && a->dp_size == b->dp_size &&
+	       a->engine == b->engine && a->kv_rejected == b->kv_rejected &&
+	       a->has_cache_signal == b->has_cache_signal &&
+	       strcmp(a->kv_endpoint_host, b->kv_endpoint_host) == 0 &&
+	       strcmp(a->kv_topic, b->kv_topic) == 0 && strcmp(a->model, b->model) == 0;
+}
+
+/* First subscription of a worker adopted at start-up (see the file top,
+ * "Statebus restart"): rank k resumes from its stream record, or has its
+ * kept blocks cleared and is rebuilt by replay from seq 0. `resumable`:
+ * the index was kept and w's KV facts did not change (SGLang only: a
+ * vLLM worker's id map did not survive the restart). */
+static void restart_rank(struct sbd *d, struct sbd_worker *w, uint32_t k, bool resumable)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	struct statebus_stream rec;
+	if (resumable && statebus_stream_read(d->r, w->slot, k, &rec) == SY_OK &&
+	    rec.worker_gen == w->gen && rec.cursor >= 0) {
+		rk->st = rec;
+		rk->st.subscribed = 0;
+		rk->st.replaying = 0;
+		rk->resumed = true;
+		statebus_counter_add(d->r, STATEBUS_CTR_KV_STREAMS_RESUMED, 1);
+		sy_info("%s rank %u: resuming from cursor %lld", w->rec.id, k,
+			(long long)rec.cursor);
+		return;
+	}
+	if (resumable)
+		sbd_apply_clear_rank(d, w, k); /* no cursor to resume its blocks from */
+	rk->rebuild_on_open = true;
+}
+
 void sbd_sub_open(struct sbd *d, struct sbd_worker *w)
 {
 	uint32_t n = w->rec.dp_size ? w->rec.dp_size : 1;
@@ -192,13 +245,33 @@ void sbd_sub_open(struct sbd *d, struct sbd_worker *w)
 		w->n_ranks = w->ranks ? n : 0;
 		for (uint32_t k = 0; k < w->n_ranks; k++) {
 			sbd_seq_init(&w->ranks[k].st, w->gen);
+			w->ranks[k].live_max = -1;
 			w->ranks[k].dirty = true;
 		}
 	} else {
 		sbd_sub_close(d, w);
 	}
-	for (uint32_t k = 0; k < w->n_ranks; k++)
+	if (w->restart_pending) {
+		w->restart_pending = false;
+		bool resumable = d->index_kept && w->rec.engine == STATEBUS_ENGINE_SGLANG &&
+				 kv_facts_same(&w->adopted, &w->rec);
+		if (d->index_kept && !resumable) {
+			sy_info("%s: KV facts or engine kind differ from the kept index's: its blocks "
+				"are cleared", w->rec.id);
+			sbd_apply_clear_worker(d, w->slot);
+		}
+		for (uint32_t k = 0; k < w->n_ranks; k++)
+			restart_rank(d, w, k, resumable);
+	}
+	for (uint32_t k = 0; k < w->n_ranks; k++) {
+		struct sbd_rank *rk = &w->ranks[k];
 		open_rank(d, w, k);
+		if (!rk->rebuild_on_open)
+			continue;
+		rk->rebuild_on_open = false;
+		if (rk->kv_sub != NULL && start_replay(d, w, k, 0, NULL, 0))
+			sy_info("%s rank %u: rebuilding from seq 0 by replay", w->rec.id, k);
+	}
 }
 
 /* Receives one whole message (non-blocking): up to MAX_PARTS frames kept,
@@ -290,9 +363,64 @@ static bool hold(struct sbd_rank *rk, int64_t seq, const uint8_t *payload, size_
 	return true;
 }
 
+static void sbd_sub_held(struct sbd *d, struct sbd_worker *w, uint32_t k);
+
+/* Starts rank k's stream over: the rank is cleared, the cursor forgotten
+ * (sbd_seq_resubscribe), `ctr` counted, and the rank rebuilt by replay
+ * from seq 0; the live batches held meanwhile (rk->held) are kept for
+ * after it, or go through sequencing now when no replay can start. */
+static void restart_stream(struct sbd *d, struct sbd_worker *w, uint32_t k, unsigned ctr,
+			   const char *why)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	if (rk->replay) {
+		zmq_close(rk->replay);
+		rk->replay = NULL;
+		rk->rebuild = false;
+		rk->st.replaying = 0;
+	}
+	rk->resumed = false;
+	rk->resume_fill = false;
+	rk->dup_window = false;
+	sbd_apply_clear_rank(d, w, k);
+	sbd_seq_resubscribe(&rk->st);
+	statebus_counter_add(d->r, ctr, 1);
+	bool replay = start_replay(d, w, k, 0, NULL, 0);
+	sy_info("%s rank %u: %s; rank cleared%s", w->rec.id, k, why,
+		replay ? ", rebuilding from seq 0 by replay" : w->rec.kv_replay_port_base
+		? ", replay request failed" : " (no replay endpoint: partial until re-stored)");
+	if (!replay)
+		sbd_sub_held(d, w, k);
+	rk->dirty = true;
+}
+
+/* Passes the held batches through sequencing (no replay), in order. */
+static void sbd_sub_held(struct sbd *d, struct sbd_worker *w, uint32_t k)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	struct sbd_held *held = rk->held;
+	uint32_t n = rk->n_held;
+	rk->held = NULL;
+	rk->n_held = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, true);
+		free(held[i].payload);
+	}
+	free(held);
+}
+
 static void finish_replay(struct sbd *d, struct sbd_worker *w, uint32_t k)
 {
 	struct sbd_rank *rk = &w->ranks[k];
+	if (rk->resume_fill) {
+		/* the cursor is ≥ 0 here: a resumed stream */
+		rk->resume_fill = false;
+		if (rk->replay_to - rk->st.cursor > 1) {
+			restart_stream(d, w, k, STATEBUS_CTR_KV_RESUME_REBUILDS,
+				       "replay could not fill the gap since the statebus restart");
+			return;
+		}
+	}
 	struct statebus_stream before = rk->st;
 	if (rk->replay)
 		zmq_close(rk->replay);
@@ -371,6 +499,8 @@ void sbd_sub_batch(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
 		if (hold(rk, seq, payload, len))
 			return;
 		finish_replay(d, w, k); /* hold full: give up on the replay */
+		if (rk->replay != NULL)
+			return; /* a rebuild from seq 0 started: its answer carries this batch */
 	}
 	struct statebus_stream before = rk->st;
 	switch (sbd_seq_admit(&rk->st, seq)) {
@@ -396,6 +526,32 @@ void sbd_sub_batch(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
 		break;
 	}
 	account(d, &before, &rk->st);
+}
+
+/* The first live batch of a stream resumed from its record. A seq behind
+ * the cursor (other than 0, a restart from scratch that sequencing
+ * handles) comes from a publisher that restarted while the statebus was
+ * down: the rank is rebuilt. A seq ahead of cursor + 1 opens the gap of
+ * the downtime, filled by replay (resume_fill: a gap replay cannot fill
+ * rebuilds the rank); cursor + 1: nothing was missed. */
+static void resume_first(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq,
+			 const uint8_t *payload, size_t len)
+{
+	struct sbd_rank *rk = &w->ranks[k];
+	int64_t cur = rk->st.cursor;
+	rk->resumed = false;
+	if (seq > 0 && seq <= cur && hold(rk, seq, payload, len)) {
+		restart_stream(d, w, k, STATEBUS_CTR_KV_RESUME_REBUILDS,
+			       "seq behind the resumed cursor: the publisher restarted meanwhile");
+		return;
+	}
+	bool gap = seq > 0 && cur >= 0 && seq - cur > 1;
+	sbd_sub_batch(d, w, k, seq, payload, len, true);
+	rk->resume_fill = gap && rk->replay != NULL;
+	if (gap)
+		sy_info("%s rank %u: resumed at seq %lld, %lld batches after the cursor%s", w->rec.id,
+			k, (long long)seq, (long long)(seq - cur - 1),
+			rk->resume_fill ? ": filling the gap by replay" : "");
 }
 
 /* One batch read from the KV SUB. */
@@ -446,6 +602,10 @@ static void on_live(struct sbd *d, struct sbd_worker *w, uint32_t k, int64_t seq
 	}
 	if (seq > rk->live_max)
 		rk->live_max = seq;
+	if (rk->resumed) {
+		resume_first(d, w, k, seq, payload, len);
+		return;
+	}
 	sbd_sub_batch(d, w, k, seq, payload, len, true);
 }
 
@@ -476,6 +636,12 @@ static void on_replay_message(struct sbd *d, struct sbd_worker *w, uint32_t k, z
 				"partial", w->rec.id, k, (long long)seq);
 		}
 	} else if (seq > rk->st.cursor + 1) {
+		if (rk->resume_fill) {
+			restart_stream(d, w, k, STATEBUS_CTR_KV_RESUME_REBUILDS,
+				       "the engine's replay buffer does not reach back to the cursor "
+				       "since the statebus restart");
+			return;
+		}
 		sbd_seq_gap_lost(&rk->st, seq); /* older than the engine's buffer */
 	}
 	decode_apply(d, w, k, seq, zmq_msg_data(&p[si + 1]), zmq_msg_size(&p[si + 1]));
@@ -566,34 +732,10 @@ static void drain(struct sbd *d, struct sbd_worker *w, uint32_t k, int which, in
 static void resubscribe(struct sbd *d, struct sbd_worker *w, uint32_t k)
 {
 	struct sbd_rank *rk = &w->ranks[k];
-	if (rk->replay) { /* not expected: ended when the peer was lost */
-		zmq_close(rk->replay);
-		rk->replay = NULL;
-		rk->rebuild = false;
-		rk->st.replaying = 0;
+	if (rk->replay) /* not expected: ended when the peer was lost */
 		drop_held(rk);
-	}
 	/* rk->held: the new publisher's batches received before this event */
-	rk->dup_window = false;
-	sbd_apply_clear_rank(d, w, k);
-	sbd_seq_resubscribe(&rk->st);
-	statebus_counter_add(d->r, STATEBUS_CTR_KV_PEER_RECONNECTS, 1);
-	bool replay = start_replay(d, w, k, 0, NULL, 0);
-	sy_info("%s rank %u: publisher reconnected; rank cleared%s", w->rec.id, k,
-		replay ? ", rebuilding from seq 0 by replay" : w->rec.kv_replay_port_base
-		? ", replay request failed" : " (no replay endpoint: partial until re-stored)");
-	if (!replay) {
-		struct sbd_held *held = rk->held;
-		uint32_t n = rk->n_held;
-		rk->held = NULL;
-		rk->n_held = 0;
-		for (uint32_t i = 0; i < n; i++) {
-			sbd_sub_batch(d, w, k, held[i].seq, held[i].payload, held[i].len, true);
-			free(held[i].payload);
-		}
-		free(held);
-	}
-	rk->dirty = true;
+	restart_stream(d, w, k, STATEBUS_CTR_KV_PEER_RECONNECTS, "publisher reconnected");
 }
 
 /* Reads every pending monitor event of rank k's KV SUB, in order. */

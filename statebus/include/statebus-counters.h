@@ -83,7 +83,18 @@ enum statebus_counter {
 	 * conflicts with its model's configured kind or with the model's
 	 * registered workers (a model is one kind, common/config_models.c). */
 	STATEBUS_CTR_WORKER_ROLE_CONFLICTS = 56,
-	STATEBUS_CTR_COUNT_ = 57,
+	/* Statebus start-up with a surviving index (docs/statebus.md "Start-up
+	 * and restart"): the index passed statebus_index_check() and was kept,
+	 * or failed it (or was left mid-update) and was emptied. */
+	STATEBUS_CTR_INDEX_KEPT = 57,
+	STATEBUS_CTR_INDEX_DISCARDED = 58,
+	/* Streams (worker × DP rank) of a kept index resumed from the cursor of
+	 * their stream record; resumed streams whose gap replay could not fill
+	 * (or whose engine restarted meanwhile), so the rank was cleared and
+	 * rebuilt (by replay from seq 0 where the engine offers replay). */
+	STATEBUS_CTR_KV_STREAMS_RESUMED = 59,
+	STATEBUS_CTR_KV_RESUME_REBUILDS = 60,
+	STATEBUS_CTR_COUNT_ = 61,
 };
 
 /* Event types of the tallies (sglang-wire.md §5 tags). */
@@ -192,6 +203,10 @@ static inline const char *statebus_counter_name(unsigned idx)
 		"switchyard_load_scrapes_total",
 		"switchyard_load_scrape_failures_total",
 		"switchyard_worker_role_conflicts_total",
+		"switchyard_statebus_index_kept_total",
+		"switchyard_statebus_index_discarded_total",
+		"switchyard_kv_event_streams_resumed_total",
+		"switchyard_kv_event_resume_rebuilds_total",
 	};
 	return idx < STATEBUS_CTR_COUNT_ ? names[idx] : NULL;
 }

@@ -84,11 +84,21 @@ int statebus_region_destroy(const char *path);
  * individually, atomically). */
 void statebus_region_info(const struct statebus_region *r, struct statebus_header_info *out);
 
-/* Index incarnation: bumped by a starting statebus, which rebuilds index and
- * load from the engines' streams. Readers that cache index-derived state
- * compare it. statebus_region_bump_incarnation() returns the new value. */
+/* Index incarnation: bumped whenever the index is emptied
+ * (statebus_index_reset: a starting statebus whose surviving index fails
+ * statebus_index_check, or the repair after a writer died mid-update).
+ * Readers that cache index-derived state compare it.
+ * statebus_region_bump_incarnation() returns the new value. */
 uint64_t statebus_region_incarnation(const struct statebus_region *r);
 uint64_t statebus_region_bump_incarnation(struct statebus_region *r); /* [writer] */
+
+/* Streams incarnation: the index incarnation under which the statebus
+ * wrote the cursors of the streams table (0 = none). A starting statebus
+ * resumes streams from their cursors only while it equals the index
+ * incarnation (the index those cursors describe is still there), and sets
+ * it once it has decided. */
+uint64_t statebus_streams_incarnation(const struct statebus_region *r);
+void statebus_streams_set_incarnation(struct statebus_region *r, uint64_t inc); /* [writer] */
 
 /* Overrides, for this handle only, the load freshness window (ns) used by
  * statebus_load_view() (default: the region's, 5 s). */
@@ -370,12 +380,26 @@ int statebus_index_clear_rank(struct statebus_region *r, uint32_t worker, uint32
  * O(index_nodes). Errors: SY_EINVAL. */
 int statebus_index_clear_worker(struct statebus_region *r, uint32_t worker);
 
-/* [writer] Empties the index (statebus start: it is rebuilt from the
- * engines' streams) and bumps the index incarnation (do not bump it again).
+/* [writer] Empties the index (statebus start with an index that cannot be
+ * kept: it is rebuilt from the engines' streams) and bumps the index
+ * incarnation (do not bump it again).
  * Every node is retired; readers inside a bracket keep reading the old
  * nodes until they leave. Also run by statebus_writer_lock() when a writer
  * died in the middle of an index update. Returns SY_OK. */
 int statebus_index_reset(struct statebus_region *r);
+
+/* [writer] Checks the index a previous writer left (statebus start-up,
+ * before keeping it): no update left unfinished (the `busy` word), pool
+ * counts in range, every bucket chain bounded and holding live nodes of
+ * its own hash once, live nodes = reachable nodes with live parents and
+ * exact child and owner counts, overflow records owned by one node or
+ * free, the LRU list complete and ordered children before parents, the
+ * retire FIFO and the free lists exact, the predicted-entry pool
+ * consistent. O(nodes handed out + buckets); allocates working memory
+ * (≈ 10 bytes per node) and frees it. Reads only. Returns SY_OK, or
+ * SY_EMALFORMED with the first problem in err (then empty the index with
+ * statebus_index_reset), SY_ENOMEM. */
+int statebus_index_check(struct statebus_region *r, char *err, size_t cap);
 
 /* Reader: for each (worker slot, rank) owning a contiguous prefix of
  * hashes[0..n) from the root (any tier, predicted included; current slot

@@ -182,6 +182,22 @@ def start_statebus(urls, log):
     return p
 
 
+def restart_statebus(urls, log, a, e):
+    """Starts the statebus again; returns once it is live and subscribed to
+    A and E again."""
+    for sock in (a.kv[0], e.kv[0]):
+        # every subscription reported, even one that overlaps the old
+        # statebus's (not yet dropped); what is queued is from before
+        sock.setsockopt(zmq.XPUB_VERBOSE, 1)
+        while sock.poll(0):
+            sock.recv()
+    p = start_statebus(urls, log)
+    a.wait_subscribed(a.kv[0])
+    e.wait_subscribed(e.kv[0])
+    wait_for("statebus live", lambda: syctl("header")["statebus"]["live"])
+    return p
+
+
 def control(req):
     s = ZCTX.socket(zmq.REQ)
     s.setsockopt(zmq.LINGER, 0)
@@ -321,7 +337,6 @@ def main():
     ctr = counters()
     assert ctr["switchyard_kv_event_replay_requests_total"] == 1, ctr
     assert ctr["switchyard_kv_event_replayed_batches_total"] == 2, ctr
-    assert control({"op": "remove_worker", "url": e.url})["ok"]
 
     # ---- a second statebus on the same region refuses to start ---------------
     out = subprocess.run([STATEBUS, "--shm", SHM, "--control-endpoint", CTL + "2"],
@@ -329,25 +344,73 @@ def main():
     if out.returncode == 0 or "refusing" not in out.stderr:
         fail("second statebus: rc %d, %s" % (out.returncode, out.stderr))
 
-    # ---- restart: new incarnation, index rebuilt from the streams ------------
+    # ---- restart (SIGTERM): the index is kept, streams resume at their cursor --
     a.send_kv(2, [1.0, [["BlockStored", [41, 42], None, list(range(8)), 4, None]], 0])
     wait_for("A indexed before restart", lambda: depths([41, 42]).get((a.url, 0)) == 2)
     inc = syctl("header")["index_incarnation"]
+    s0 = stream(a.url)
     sb.send_signal(signal.SIGTERM)
     if sb.wait(timeout=10) != 0:
         fail("statebus exit status %d on SIGTERM" % sb.returncode)
     h = syctl("header")
     assert h["statebus"]["pid"] is None, h
-    sb = start_statebus([a.url, b.url, c.url], log)
-    a.wait_subscribed(a.kv[0])
-    wait_for("new incarnation", lambda: syctl("header")["index_incarnation"] == inc + 1)
-    assert depths([41, 42]) == {}, "index survived a restart"
+    assert depths([41, 42]).get((a.url, 0)) == 2, "index lost while the statebus is down"
+    sb = restart_statebus([a.url, b.url, c.url], log, a, e)
+    assert syctl("header")["index_incarnation"] == inc, "index rebuilt on restart"
+    assert depths([41, 42]).get((a.url, 0)) == 2, "index lost on restart"
     w = workers()
-    assert sorted(w) == sorted([a.url, b.url, c.url]), w   # same slots adopted
+    assert sorted(w) == sorted([a.url, b.url, c.url, e.url]), w   # same slots adopted
     a.send_kv(3, [1.0, [["BlockStored", [51], None, [1, 2, 3, 4], 4, None]], 0])
-    wait_for("A re-indexed", lambda: depths([51]).get((a.url, 0)) == 1)
+    wait_for("A indexed after the restart", lambda: depths([51]).get((a.url, 0)) == 1)
     s = stream(a.url)
-    assert s["gaps"] == 0 and s["cursor"] == 3, s   # first batch after subscribing: no gap
+    assert (s["cursor"], s["gaps"], s["untrusted"]) == (3, s0["gaps"], False), s   # no gap
+    ctr = counters()
+    assert ctr["switchyard_statebus_index_kept_total"] == 1, ctr
+    assert ctr["switchyard_kv_event_streams_resumed_total"] >= 2, ctr   # A and E
+
+    # ---- kill -9: the batches published meanwhile come back by replay ---------
+    replayed = ctr["switchyard_kv_event_replayed_batches_total"]
+    sb.send_signal(signal.SIGKILL)
+    sb.wait(timeout=10)
+    e.send_kv(4, [1.0, [["BlockStored", [65], 64, [1, 2, 3, 4], 4, None]], 0], publish=False)
+    sb = restart_statebus([a.url, b.url, c.url], log, a, e)
+    e.send_kv(5, [1.0, [["BlockStored", [66], 65, [1, 2, 3, 4], 4, None]], 0])
+    wait_for("E's gap filled", lambda: depths([61, 62, 63, 64, 65, 66]).get((e.url, 0)) == 6)
+    s = stream(e.url)
+    assert (s["cursor"], s["gaps"], s["missing"], s["untrusted"]) == (5, 0, 0, False), s
+    assert s["batches"] == 6, s   # seqs 0..5, each applied once
+    ctr = counters()
+    assert ctr["switchyard_kv_event_replayed_batches_total"] == replayed + 1, ctr
+    assert ctr["switchyard_kv_event_resume_rebuilds_total"] == 0, ctr
+
+    # ---- a gap the engine's replay buffer no longer holds: rank rebuilt -------
+    sb.send_signal(signal.SIGKILL)
+    sb.wait(timeout=10)
+    e.send_kv(6, [1.0, [["BlockRemoved", [66]]], 0], publish=False)
+    e.send_kv(7, [1.0, [["BlockStored", [67], 65, [1, 2, 3, 4], 4, None]], 0], publish=False)
+    e.buffer = {7: e.buffer[7]}   # the buffer moved on: seqs 0..6 are gone
+    sb = restart_statebus([a.url, b.url, c.url], log, a, e)
+    e.send_kv(8, [1.0, [["BlockStored", [68], 67, [1, 2, 3, 4], 4, None]], 0])
+    wait_for("E rebuilt", lambda: counters()["switchyard_kv_event_resume_rebuilds_total"] == 1
+             and stream(e.url)["cursor"] == 8 and not stream(e.url)["replaying"])
+    assert depths([61, 62]) == {}, "blocks of a gap that could not be filled still indexed"
+    assert stream(e.url)["partial"], stream(e.url)   # rebuilt from seq 7, not 0
+
+    # ---- the publisher restarted while the statebus was down ------------------
+    sb.send_signal(signal.SIGKILL)
+    sb.wait(timeout=10)
+    e.buffer = {}
+    e.send_kv(0, [1.0, [["BlockStored", [71], None, [1, 2, 3, 4], 4, None]], 0], publish=False)
+    sb = restart_statebus([a.url, b.url, c.url], log, a, e)
+    e.send_kv(1, [1.0, [["BlockStored", [72], 71, [1, 2, 3, 4], 4, None]], 0])
+    wait_for("E rebuilt from the new publisher",
+             lambda: depths([71, 72]).get((e.url, 0)) == 2)
+    assert depths([68]) == {} and stream(e.url)["cursor"] == 1, "old publisher's blocks kept"
+    s = stream(e.url)
+    assert (s["cursor"], s["partial"], s["untrusted"]) == (1, False, False), s
+    assert counters()["switchyard_kv_event_resume_rebuilds_total"] == 2
+    assert syctl("header")["index_incarnation"] == inc, "index rebuilt on a restart"
+    assert control({"op": "remove_worker", "url": e.url})["ok"]
 
     sb.send_signal(signal.SIGTERM)
     if sb.wait(timeout=10) != 0:

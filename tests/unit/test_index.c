@@ -431,6 +431,85 @@ START_TEST(test_reset_and_repair)
 }
 END_TEST
 
+/* statebus_index_check() accepts every state the write API leaves:
+ * shared nodes with overflow owners, removals and pruning, evictions of a
+ * full pool, retired nodes waiting, predictions, clears, a reset. */
+START_TEST(test_check_accepts_what_the_writer_leaves)
+{
+	struct fx f;
+	fx_open(&f, 32, 16);
+	char err[256] = "";
+	ck_assert_int_eq(statebus_index_check(f.r, err, sizeof(err)), SY_OK);
+	const int64_t h[] = {1, 2, 3, 4, 5, 6};
+	for (uint32_t rank = 0; rank < 2; rank++) {
+		ck_assert_int_eq(statebus_index_store(f.r, f.a, rank, false, 0, h, 6, DEV, 1), SY_OK);
+		ck_assert_int_eq(statebus_index_store(f.r, f.b, rank, false, 0, h, 4, HOST, 2), SY_OK);
+		ck_assert_int_eq(statebus_index_store(f.r, f.c, rank, false, 0, h, 2, DEV, 3), SY_OK);
+	}
+	ck_assert_msg(statebus_index_check(f.r, err, sizeof(err)) == SY_OK, "%s", err);
+	ck_assert_int_eq(statebus_index_remove(f.r, f.a, 0, &h[3], 1, STATEBUS_TIER_ALL), SY_OK);
+	ck_assert_int_eq(statebus_index_clear_rank(f.r, f.c, 1), SY_OK);
+	uint32_t gen = sb_worker_at(f.r, f.b)->w.generation;
+	const int64_t p[] = {1, 2, 70, 71};
+	ck_assert_int_eq(statebus_index_predict(f.r, f.b, gen, 0, p, 4, 10), SY_OK);
+	ck_assert_msg(statebus_index_check(f.r, err, sizeof(err)) == SY_OK, "%s", err);
+	for (int64_t k = 0; k < 12; k++) { /* fills the pool: evictions */
+		const int64_t q[] = {100 + 3 * k, 101 + 3 * k, 102 + 3 * k};
+		(void)statebus_index_store(f.r, f.a, 1, false, 0, q, 3, DEV, 20 + (uint64_t)k);
+	}
+	ck_assert_uint_gt(stats(&f).evictions, 0);
+	ck_assert_msg(statebus_index_check(f.r, err, sizeof(err)) == SY_OK, "%s", err);
+	ck_assert_int_eq(statebus_index_clear_worker(f.r, f.a), SY_OK);
+	ck_assert_msg(statebus_index_check(f.r, err, sizeof(err)) == SY_OK, "%s", err);
+	ck_assert_int_eq(statebus_index_reset(f.r), SY_OK);
+	ck_assert_msg(statebus_index_check(f.r, err, sizeof(err)) == SY_OK, "%s", err);
+	fx_close(&f);
+}
+END_TEST
+
+/* A fixture with a few shared chains, then one corruption applied by `k`. */
+static int check_after_corruption(int k, char *err, size_t cap)
+{
+	struct fx f;
+	fx_open(&f, 64, 8);
+	const int64_t h[] = {1, 2, 3, 4};
+	ck_assert_int_eq(statebus_index_store(f.r, f.a, 0, false, 0, h, 4, DEV, 1), SY_OK);
+	ck_assert_int_eq(statebus_index_store(f.r, f.b, 0, false, 0, h, 3, DEV, 2), SY_OK);
+	ck_assert_int_eq(statebus_index_store(f.r, f.c, 0, false, 0, h, 2, DEV, 3), SY_OK);
+	ck_assert_int_eq(statebus_index_store(f.r, f.c, 1, false, 0, h, 2, DEV, 4), SY_OK);
+	ck_assert_int_eq(statebus_index_check(f.r, err, cap), SY_OK);
+	struct sb_index_hdr *ih = &f.r->hdr->index;
+	struct sb_index_node *nodes = sb_table(f.r, SB_T_INODES);
+	uint32_t leaf = ih->lru_head, root_child = nodes[leaf].parent;
+	while (nodes[root_child].parent != 0)
+		root_child = nodes[root_child].parent;
+	switch (k) {
+	case 0: ih->busy = 1; break;                        /* writer died mid-update */
+	case 1: ih->nodes++; break;                         /* count torn */
+	case 2: nodes[leaf].hnext = leaf; break;            /* bucket cycle */
+	case 3: nodes[root_child].nchildren++; break;       /* I2 */
+	case 4: ih->lru_head = root_child; break;           /* I3: head not a leaf */
+	case 5: nodes[leaf].parent = 60; break;             /* parent past the pool */
+	case 6: nodes[root_child].nowners--; break;         /* owner count */
+	case 7: nodes[leaf].ovf = nodes[root_child].ovf; break; /* shared overflow */
+	case 8: nodes[root_child].seq |= 1u; break;         /* seqlock left odd */
+	case 9: ih->node_free = 2; break;                   /* live node on the free list */
+	}
+	int rc = statebus_index_check(f.r, err, cap);
+	fx_close(&f);
+	return rc;
+}
+
+/* Each torn or corrupted structure is reported, naming what is wrong. */
+START_TEST(test_check_finds_a_torn_index)
+{
+	char err[256];
+	err[0] = '\0';
+	ck_assert_int_eq(check_after_corruption(_i, err, sizeof(err)), SY_EMALFORMED);
+	ck_assert_msg(err[0] != '\0', "corruption %d: no reason given", _i);
+}
+END_TEST
+
 START_TEST(test_bad_arguments_and_empty_lookups)
 {
 	struct fx f;
@@ -490,6 +569,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_eviction_takes_least_recently_stored);
 	tcase_add_test(tc, test_chain_longer_than_pool_is_dropped_not_crashed);
 	tcase_add_test(tc, test_reset_and_repair);
+	tcase_add_test(tc, test_check_accepts_what_the_writer_leaves);
+	tcase_add_loop_test(tc, test_check_finds_a_torn_index, 0, 10);
 	tcase_add_test(tc, test_bad_arguments_and_empty_lookups);
 	tcase_add_test(tc, test_owner_stats_per_worker_and_tier);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,179 @@
+/* test_readiness.c — /readyz's verdict (router/core/readiness.h): ready only
+ * while some model can get a complete selection — a healthy plain
+ * candidate, or healthy prefill and decode candidates of one PD bucket —
+ * with the most specific reason otherwise; membership and models count. */
+#include <check.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "router/core/readiness.h"
+#include "tests/unit/router/router_fixture.h"
+#include "tests/unit/sy_check.h"
+
+static struct rfx fx;
+static struct sy_config cfg;
+static struct sy_config_error cerr;
+static struct router_gen *gen;
+static struct router_readiness rd;
+
+static void setup(void)
+{
+	rfx_open(&fx);
+	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+	gen = NULL;
+}
+
+static void teardown(void)
+{
+	router_gen_unref(gen);
+	sy_config_free(&cfg);
+	rfx_close(&fx);
+}
+
+static void build(const char *yaml)
+{
+	if (yaml != NULL)
+		ck_assert_int_eq(sy_config_load_string(&cfg, "t.yaml", yaml, strlen(yaml), &cerr), SY_OK);
+	ck_assert_msg(sy_config_finish(&cfg, &cerr) == SY_OK, "%s", cerr.msg);
+	ck_assert_int_eq(router_gen_build(&cfg, 1, &gen, &cerr), SY_OK);
+	router_gen_set_fleet_refresh(gen, 0);
+}
+
+static void check_now(void) { router_readiness_check(gen, fx.r, RF_NOW, &rd); }
+
+static void set_health(uint32_t slot, bool healthy)
+{
+	ck_assert_int_eq(statebus_worker_set_health(fx.r, slot, rfx_gen(&fx, slot), healthy, RF_NOW, 0),
+			 SY_OK);
+}
+
+static const char *pd_bucket = "buckets:\n"
+			       "  - id: pd\n"
+			       "    groups: {prefill: {}, decode: {}}\n";
+
+START_TEST(test_no_worker_known_is_not_ready)
+{
+	build(NULL);
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_healthy_workers");
+	ck_assert_str_eq(rd.message, "no worker is known yet");
+}
+END_TEST
+
+START_TEST(test_plain_ready_only_while_a_worker_is_healthy)
+{
+	build(NULL);
+	uint32_t a = rfx_worker(&fx, "http://a", "default-model", STATEBUS_WORKER_PLAIN, false);
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_healthy_workers");
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"default\" has no healthy "
+				     "plain worker (1 worker(s) of the model known)");
+	set_health(a, true);
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert_ptr_null(rd.code);
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"default\" has 1 healthy "
+				     "worker(s)");
+	set_health(a, false);
+	check_now();
+	ck_assert(!rd.ready);
+}
+END_TEST
+
+/* PD: both stages healthy in one bucket; either missing names the stage. */
+START_TEST(test_pd_needs_healthy_prefill_and_decode)
+{
+	build(pd_bucket);
+	uint32_t d = rfx_worker(&fx, "http://d", "default-model", STATEBUS_WORKER_DECODE, true);
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_prefill_workers_available");
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"pd\" has 0 healthy prefill "
+				     "and 1 healthy decode worker(s); a PD selection needs both");
+	uint32_t p = rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, false);
+	check_now();
+	ck_assert_str_eq(rd.code, "no_prefill_workers_available"); /* prefill known, unhealthy */
+	set_health(p, true);
+	check_now();
+	ck_assert(rd.ready);
+	set_health(d, false);
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_decode_workers_available");
+	set_health(p, false);
+	check_now();
+	ck_assert_str_eq(rd.code, "no_healthy_workers");
+}
+END_TEST
+
+/* A healthy worker outside a group's explicit membership is no candidate. */
+START_TEST(test_membership_counts)
+{
+	build("workers:\n"
+	      "  - {url: http://x, role: plain}\n"
+	      "  - {url: http://y, role: plain}\n"
+	      "buckets:\n"
+	      "  - id: only-x\n"
+	      "    groups: {plain: {worker_ids: [http://x]}}\n");
+	uint32_t y = rfx_worker(&fx, "http://y", "default-model", STATEBUS_WORKER_PLAIN, true);
+	(void)y;
+	uint32_t x = rfx_worker(&fx, "http://x", "default-model", STATEBUS_WORKER_PLAIN, false);
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_healthy_workers");
+	set_health(x, true);
+	check_now();
+	ck_assert(rd.ready);
+}
+END_TEST
+
+/* One model that can be served is enough, through the buckets that serve
+ * it; the most specific failure wins when none can (a PD bucket with one
+ * stage over an empty plain group). */
+START_TEST(test_any_model_is_enough_and_the_reason_is_the_most_specific)
+{
+	build("buckets:\n"
+	      "  - id: plain\n"
+	      "    models: [m2]\n"
+	      "    groups: {plain: {}}\n"
+	      "  - id: pd\n"
+	      "    groups: {prefill: {}, decode: {}}\n");
+	uint32_t b = rfx_worker(&fx, "http://b", "m2", STATEBUS_WORKER_PLAIN, false);
+	rfx_worker(&fx, "http://p", "m1", STATEBUS_WORKER_PREFILL, true);
+	rfx_worker(&fx, "http://a", "m1", STATEBUS_WORKER_PLAIN, true); /* no bucket serves m1 plain */
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_decode_workers_available");
+	set_health(b, true);
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert_str_eq(rd.message, "model \"m2\": bucket \"plain\" has 1 healthy worker(s)");
+	rfx_worker(&fx, "http://d", "m1", STATEBUS_WORKER_DECODE, true);
+	set_health(b, false);
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert_str_eq(rd.message, "model \"m1\": bucket \"pd\" has 1 healthy prefill and 1 "
+				     "healthy decode worker(s)");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("readiness");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_no_worker_known_is_not_ready);
+	tcase_add_test(tc, test_plain_ready_only_while_a_worker_is_healthy);
+	tcase_add_test(tc, test_pd_needs_healthy_prefill_and_decode);
+	tcase_add_test(tc, test_membership_counts);
+	tcase_add_test(tc, test_any_model_is_enough_and_the_reason_is_the_most_specific);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return sy_check_run(suite());
+}
