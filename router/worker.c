@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "router/http/response.h"
 #include "router/http/access_log.h"
+#include "router/http/edge.h"
 #include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
 #include "router/http/metrics.h"
@@ -81,6 +82,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		p.len--;
 	rt_metrics_request(rt_w.metrics, rt_w.index, route);
 	rt_request_id(req);
+	rt_edge_adopt_body(req);
 
 	if (route == ROUTE_OTHER)
 		return rt_send_errorf(req, route, 404, "not_found", "no route %.*s",
@@ -120,7 +122,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 		return;
 	h2o_socket_t *sock;
 	for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
-		h2o_accept(&rt_w.accept_ctx, sock);
+		rt_edge_accept(&rt_w.accept_ctx, sock);
 }
 
 /* Connections taken from the listening socket's queue when the drain
@@ -142,7 +144,7 @@ static void stop_accepting(void)
 	h2o_socket_t *sock;
 	for (int i = 0; i < RT_DRAIN_ACCEPT_MAX &&
 			(sock = h2o_evloop_socket_accept(rt_w.listener)) != NULL; i++)
-		h2o_accept(&rt_w.accept_ctx, sock);
+		rt_edge_accept(&rt_w.accept_ctx, sock);
 	h2o_socket_read_stop(rt_w.listener);
 	h2o_socket_close(rt_w.listener); /* closes this process's copy of the fd */
 	rt_w.listener = NULL;
@@ -173,13 +175,12 @@ static bool drained(void)
 	       h2o_linklist_is_empty(&rt_w.hctx.http2._conns);
 }
 
-/* h2o's own body limit for a router limit of `max_body` bytes. h2o refuses
- * a body over it before our handler runs, never reading the rest: over
- * HTTP/1 with a plain-text 413 that oversize.c rewrites into our JSON one;
- * over HTTP/2 (h2o 2.2) with RST_STREAM REFUSED_STREAM, where no response
- * can be sent. Twice the router's limit keeps every HTTP/2 body up to there
- * answered by http/infer.c with the JSON 413, at the cost of buffering up
- * to that much per request. */
+/* h2o's own body limit for a router limit of `max_body` bytes. Over HTTP/1
+ * the edge (http/edge.c) refuses a body over the router's limit first.
+ * Over HTTP/2 h2o 2.2 refuses a body over its own limit with RST_STREAM
+ * REFUSED_STREAM, where no response can be sent; twice the router's limit
+ * keeps every HTTP/2 body up to there answered by http/infer.c with the
+ * JSON 413, at the cost of buffering up to that much per request. */
 static size_t rt_h2o_entity_limit(uint64_t max_body)
 {
 	return (size_t)max_body * 2 + 4096;
@@ -201,6 +202,7 @@ static void reload(void)
 	rt_prefix_wait_open(g);
 	rt_w.gen = g;
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
+	rt_edge_configure(g->cfg.router.max_body_bytes, UINT64_MAX);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
 		(unsigned long long)g->number, (unsigned long long)rt_w.active_requests);
@@ -238,6 +240,7 @@ static void setup_h2o(void)
 	const struct sy_config_router *rc = &rt_w.gen->cfg.router;
 	h2o_config_init(&rt_w.hconf);
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
+	rt_edge_configure(rc->max_body_bytes, UINT64_MAX);
 	h2o_hostconf_t *hc =
 		h2o_config_register_host(&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
@@ -282,6 +285,11 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	sy_info("tokenizer %s (chat template %s), input-ids forwarding %s",
 		sy_tokenizer_kind(gen->tokenizer), sy_tokenizer_chat_template(gen->tokenizer),
 		gen->prepare.forward_input_ids ? "on" : "off");
+	char why[256];
+	if (rt_edge_selfcheck(why, sizeof(why)) != 0) {
+		sy_error("worker %u: %s", index, why);
+		return 1;
+	}
 	if (open_region() != SY_OK)
 		return 1;
 	if (rt_w.gen->cfg.router.access_log != NULL &&

@@ -34,29 +34,9 @@
 #include <sys/types.h>
 
 #include "common/log.h"
+#include "router/http/picohttp.h"
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
-
-/* picohttpparser as bundled in and exported by libh2o-evloop (Debian ships
- * no header for it). The decoder's public fields come first; the spare
- * bytes cover private fields of any later version. */
-struct phr_header {
-	const char *name;
-	size_t name_len;
-	const char *value;
-	size_t value_len;
-};
-struct phr_chunked_decoder {
-	size_t bytes_left_in_chunk;
-	char consume_trailer;
-	char hex_count_;
-	char state_;
-	char spare_[64];
-};
-int phr_parse_response(const char *buf, size_t len, int *minor_version, int *status,
-		       const char **msg, size_t *msg_len, struct phr_header *headers,
-		       size_t *num_headers, size_t last_len);
-ssize_t phr_decode_chunked(struct phr_chunked_decoder *decoder, char *buf, size_t *bufsz);
 
 #define MAX_HEADERS 100
 #define MAX_HEAD_BYTES (64 * 1024)

@@ -4,10 +4,13 @@ clients and hostile upstreams. Nothing may crash or hang,
 every error is our JSON body with x-router-error-code, and no message
 contains a worker URL.
 
-  oversize   32 MiB + 1 (Content-Length, read by the router), 100 MiB
-             (Content-Length: refused by h2o at the headers) and a chunked
-             100 MiB stream (refused by h2o past twice the limit): each one a
-             JSON 413 payload_too_large, streamed, bounded time
+  oversize   32 MiB + 1 and 100 MiB (Content-Length: refused at the
+             headers) and a chunked 100 MiB stream (refused as it passes the
+             limit): each one a JSON 413 payload_too_large, bounded time
+  framing    conflicting or malformed Content-Length, Transfer-Encoding with
+             Content-Length, two Transfer-Encodings, an overflowing or
+             oversize chunk size, Expect: 100-continue over the limit: 400 /
+             413 at the headers, no 100 Continue, connection closed
   bodies     malformed JSON (byte offset), wrong types, huge max_tokens,
              unknown model (404), no matching bucket (400)
   slowloris  partial headers / bodies held open do not block other clients
@@ -207,13 +210,111 @@ def oversize(port):
     t0 = time.time()
     resp, sent = raw_exchange(port, chat_head + b"transfer-encoding: chunked\r\n\r\n", chunked(100 << 20))
     expect_error("oversize 100 MiB (chunked)", parse_raw(resp), 413, "payload_too_large")
-    if sent > 80 << 20:
-        fail("chunked oversize body read far past 2x the limit: %d MiB" % (sent >> 20))
+    if sent > LIMIT + (16 << 20):  # + socket buffers
+        fail("chunked oversize body read past the limit: %d MiB" % (sent >> 20))
     log("oversize 100 MiB chunked: 413 in %.2f s after %d MiB sent" % (time.time() - t0, sent >> 20))
     # Still serving, and the 413s are counted.
     st, _, m = request(port, "GET", "/metrics")
     if st != 200 or 'route="/v1/chat/completions",method="POST",status_code="413"} 3' not in m.decode():
         fail("413s not counted: %s" % [l for l in m.decode().splitlines() if "413" in l])
+
+
+def raw_once(port, data, timeout=5.0):
+    """Sends `data` on a new connection and reads until the server closes
+    it. Returns (bytes, closed): closed is False when the connection was
+    still open at `timeout`."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(0.2)
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    resp = b""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            b = s.recv(65536)
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            return resp, True
+        if not b:
+            s.close()
+            return resp, True
+        resp += b
+    s.close()
+    return resp, False
+
+
+def framing(port):
+    """Strict HTTP/1 framing (RFC 9112 section 6.3): conflicting lengths
+    and Transfer-Encoding with Content-Length are refused with 400 and the
+    connection closed, so bytes after them are never read as a request."""
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    body = b'{"model":"m1","max_tokens":1,"messages":[{"role":"user","content":"x"}]}'
+    smuggled = b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n"
+
+    def refused(what, data, status, code, contains):
+        t0 = time.time()
+        resp, closed = raw_once(port, data)
+        if resp.count(b"HTTP/1.1 ") != 1:
+            fail("%s: want exactly one response, got %r" % (what, resp[:400]))
+        if b"100 Continue" in resp:
+            fail("%s: got 100 Continue" % what)
+        if not closed:
+            fail("%s: connection left open" % what)
+        expect_error(what, parse_raw(resp), status, code, contains=contains)
+        if time.time() - t0 > 3:
+            fail("%s: answered after %.1f s" % (what, time.time() - t0))
+
+    refused("conflicting Content-Length",
+            head + b"content-length: %d\r\ncontent-length: %d\r\n\r\n" % (len(body), len(body) + 5)
+            + body + smuggled, 400, "bad_request", "conflicting Content-Length")
+    refused("malformed Content-Length", head + b"content-length: 1x\r\n\r\n" + body, 400,
+            "bad_request", "Content-Length")
+    refused("Transfer-Encoding with Content-Length",
+            head + b"content-length: 6\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+            400, "bad_request", "Transfer-Encoding together with Content-Length")
+    refused("Content-Length with Transfer-Encoding",
+            head + b"transfer-encoding: chunked\r\ncontent-length: 6\r\n\r\n0\r\n\r\n" + smuggled,
+            400, "bad_request", "Transfer-Encoding together with Content-Length")
+    refused("two Transfer-Encoding headers",
+            head + b"transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+            400, "bad_request", "more than one Transfer-Encoding")
+    refused("Transfer-Encoding gzip", head + b"transfer-encoding: gzip\r\n\r\n", 400, "bad_request",
+            "only chunked")
+    refused("overflowing chunk size",
+            head + b"transfer-encoding: chunked\r\n\r\nffffffffffffffff\r\n{\"model\"", 400,
+            "bad_request", "chunk size overflows")
+    refused("chunk larger than the limit",
+            head + b"transfer-encoding: chunked\r\n\r\n%x\r\n{\"model\"" % (LIMIT + 1), 413,
+            "payload_too_large", str(LIMIT))
+    refused("Expect: 100-continue over the limit",
+            head + b"expect: 100-continue\r\ncontent-length: %d\r\n\r\n" % (LIMIT + 1), 413,
+            "payload_too_large", str(LIMIT))
+    # The same length twice is one length (RFC 9110 section 8.6); a body
+    # within the limit after Expect: 100-continue gets 100 Continue.
+    resp, _ = raw_once(port, head + b"content-length: %d\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+                       % (len(body), len(body)) + body)
+    if parse_raw(resp)[0] != 200:
+        fail("repeated equal Content-Length refused: %r" % resp[:300])
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(5)
+    s.sendall(head + b"expect: 100-continue\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body))
+    if not s.recv(100).startswith(b"HTTP/1.1 100 Continue"):
+        fail("no 100 Continue for a body within the limit")
+    s.sendall(body)
+    resp = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        resp += b
+    s.close()
+    if parse_raw(resp)[0] != 200:
+        fail("Expect: 100-continue within the limit: %r" % resp[:300])
+    log("framing: conflicting/malformed lengths, TE+CL, two TEs, gzip TE, overflowing and oversize "
+        "chunks, Expect over the limit: refused at the headers and closed")
 
 
 class FakeEngine:
@@ -476,6 +577,7 @@ try:
     a = fleet("a", "--model", "m1", "--decode-us-per-token", "20000")
     port, rp = router("r1", "--worker-urls", a["url"], "--model-id", "m1", "--processes", "2")
     oversize(port)
+    framing(port)
     bodies(port, [a["url"]])
     slowloris(port)
     cancelled_streams(port, SHM + "r1")
