@@ -882,8 +882,13 @@ static int cb_boolean(void *ctx, int b) { return on_value(ctx, V_BOOL, NULL, b ?
 
 static int cb_number(void *ctx, const char *v, size_t l) { return on_value(ctx, V_NUMBER, v, l); }
 
+static int check_token(struct scan *s, const unsigned char *v, size_t l);
+
 static int cb_string(void *ctx, const unsigned char *v, size_t l)
 {
+	struct scan *s = ctx;
+	if (!s->failed && !check_token(s, v, l))
+		return 0;
 	return on_value(ctx, V_STRING, (const char *)v, l);
 }
 
@@ -903,7 +908,7 @@ static int key_is(const unsigned char *k, size_t l, const char *name)
 static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 {
 	struct scan *s = ctx;
-	if (s->failed)
+	if (s->failed || !check_token(s, k, l))
 		return 0;
 	if (s->skip > 0)
 		return 1;
@@ -962,6 +967,140 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 				    param >= 0 ? (unsigned)param : 0);
 	}
 	return 1;
+}
+
+/* ---- string text ---------------------------------------------------------------- */
+
+/* Length of the strict UTF-8 sequence at p[0..n) (RFC 3629: no overlong
+ * forms, no encoded surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t len;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2;
+	else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		if (c == 0xE0)
+			lo = 0xA0;
+		else if (c == 0xED)
+			hi = 0x9F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		if (c == 0xF0)
+			lo = 0x90;
+		else if (c == 0xF4)
+			hi = 0x8F;
+	} else
+		return 0;
+	if (n < len || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+	return len;
+}
+
+static int hex4(const unsigned char *p)
+{
+	int v = 0;
+	for (int i = 0; i < 4; i++) {
+		int c = p[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			d = (c | 0x20) - 'a' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+/* Checks the raw text of a string token, body[from..to) between its
+ * quotes: strict UTF-8, and every \u escape of a surrogate one half of a
+ * pair (yajl accepts overlong forms, encoded surrogates and lone surrogate
+ * escapes). Sets the 400 at the offending byte and returns 0, or 1. */
+static int check_text(struct scan *s, size_t from, size_t to)
+{
+	const unsigned char *b = (const unsigned char *)s->body;
+	size_t i = from;
+	while (i < to) {
+		while (i + 8 <= to) { /* ASCII without escapes, a word at a time */
+			uint64_t w;
+			memcpy(&w, b + i, 8);
+			uint64_t bs = w ^ 0x5C5C5C5C5C5C5C5Cull; /* '\\' bytes become 0 */
+			if ((w & 0x8080808080808080ull) != 0 ||
+			    ((bs - 0x0101010101010101ull) & ~bs & 0x8080808080808080ull) != 0)
+				break;
+			i += 8;
+		}
+		if (i >= to)
+			break;
+		unsigned char c = b[i];
+		if (c == '\\') {
+			if (i + 1 < to && b[i + 1] == 'u' && i + 6 <= to) {
+				int cp = hex4(b + i + 2);
+				if (cp >= 0xDC00 && cp <= 0xDFFF)
+					goto lone;
+				if (cp >= 0xD800 && cp <= 0xDBFF) {
+					int lo = i + 12 <= to && b[i + 6] == '\\' && b[i + 7] == 'u'
+							 ? hex4(b + i + 8)
+							 : -1;
+					if (lo < 0xDC00 || lo > 0xDFFF)
+						goto lone;
+					i += 12;
+					continue;
+				}
+				i += 6;
+			} else
+				i += 2;
+			continue;
+		}
+		size_t n = utf8_seq(b + i, to - i);
+		if (n == 0) {
+			router_error_set(s->err, 400, "bad_request", (int64_t)i,
+					 "invalid UTF-8 at byte %zu", i);
+			s->failed = true;
+			return 0;
+		}
+		i += n;
+	}
+	return 1;
+lone:
+	router_error_set(s->err, 400, "bad_request", (int64_t)i,
+			 "lone surrogate escape \\u%.4s at byte %zu", (const char *)b + i + 2, i);
+	s->failed = true;
+	return 0;
+}
+
+/* check_text() over the token just lexed: `v` is yajl's string, a span of
+ * the body when the token has no escapes, else yajl's decoded copy (then
+ * the token ends at the bytes consumed, and its opening quote is the first
+ * '"' before that not escaped). */
+static int check_token(struct scan *s, const unsigned char *v, size_t l)
+{
+	const unsigned char *b = (const unsigned char *)s->body;
+	if (v >= b && v + l <= b + s->len)
+		return check_text(s, (size_t)(v - b), (size_t)(v - b) + l);
+	size_t end = yajl_get_bytes_consumed(s->h); /* just past the closing quote */
+	if (end < 2 || end > s->len)
+		return 1;
+	size_t q = end - 1;
+	while (q > 0) {
+		q--;
+		if (b[q] != '"')
+			continue;
+		size_t k = 0;
+		while (k < q && b[q - 1 - k] == '\\')
+			k++;
+		if (k % 2 == 0)
+			break;
+	}
+	return check_text(s, q + 1, end - 1);
 }
 
 static const yajl_callbacks callbacks = {

@@ -472,6 +472,15 @@ def bodies(port, urls):
                  urls, contains="byte")
     expect_error("invalid UTF-8", post(b'{"model":"m1","messages":[{"role":"user","content":"\xff"}]}'),
                  400, "bad_request", urls, contains="byte")
+    expect_error("overlong UTF-8", post(b'{"model":"m1","messages":[{"role":"user","content":"\xc0\xaf"}]}'),
+                 400, "bad_request", urls, contains="invalid UTF-8 at byte 52")
+    expect_error("encoded surrogate", post(b'{"model":"m1","messages":[{"role":"user","content":"\xed\xb0\x80"}]}'),
+                 400, "bad_request", urls, contains="invalid UTF-8 at byte 52")
+    expect_error("lone surrogate escape",
+                 post(b'{"model":"m1","messages":[{"role":"user","content":"x\\ud800"}],"a":1}'),
+                 400, "bad_request", urls, contains="lone surrogate escape \\ud800 at byte 53")
+    expect_error("lone surrogate escape in a key", post(b'{"model":"m1","\\udc00":1}'),
+                 400, "bad_request", urls, contains="at byte 15")
     expect_error("not an object", post("[1,2]"), 400, "bad_request", urls)
     expect_error("model a number", post({"model": 5, "messages": [{"role": "user", "content": "x"}]}),
                  400, "bad_request", urls, contains="model")

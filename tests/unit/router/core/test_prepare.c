@@ -192,6 +192,42 @@ START_TEST(test_malformed_json_names_the_byte_offset)
 }
 END_TEST
 
+static int chat_n(const char *body, size_t n)
+{
+	return router_prepare(&opts, ROUTE_CHAT_COMPLETIONS, body, n, lookup, NULL, &buf, &req,
+			      &err);
+}
+
+START_TEST(test_invalid_utf8_and_lone_surrogates_name_the_byte)
+{
+	/* Overlong '/', an encoded surrogate, above U+10FFFF, an overlong key,
+	 * a lead byte past F4: in values, keys, skipped values alike (yajl's
+	 * own check lets these through). */
+	ck_bad(chat("{\"model\":\"ab\xc0\xaf\"}"), "invalid UTF-8 at byte 12", 12);
+	ck_bad(chat("{\"model\":\"\xed\xa0\x80\"}"), "invalid UTF-8 at byte 10", 10);
+	ck_bad(chat("{\"x\":\"\xf4\x90\x80\x80\"}"), "invalid UTF-8 at byte 6", 6);
+	ck_bad(chat("{\"k\xe0\x80\x80\":1}"), "invalid UTF-8 at byte 3", 3);
+	ck_bad(chat("{\"x\":[{\"y\":\"0123456789\xf5\x80\x80\x80\"}]}"), "invalid UTF-8 at byte 22", 22);
+	/* With escapes the raw text is checked too. */
+	ck_bad(chat("{\"model\":\"\\n\xc0\xaf\"}"), "invalid UTF-8 at byte 12", 12);
+	/* Lone surrogate escapes, high or low, in values and keys. */
+	ck_bad(chat("{\"model\":\"\\ud800\"}"), "lone surrogate escape \\ud800 at byte 10", 10);
+	ck_bad(chat("{\"model\":\"a\\uDC00b\"}"), "lone surrogate escape \\uDC00 at byte 11", 11);
+	ck_bad(chat("{\"model\":\"\\ud800\\u0041\"}"), "lone surrogate escape \\ud800 at byte 10", 10);
+	ck_bad(chat("{\"\\ud83d\":1}"), "lone surrogate escape \\ud83d at byte 2", 2);
+	ck_bad(chat("{\"messages\":[{\"role\":\"user\",\"content\":\"hi \\udfff\"}]}"),
+	       "lone surrogate escape \\udfff at byte 42", 42);
+	/* An escaped backslash before 'u' is no escape; a pair is fine;
+	 * valid 2-, 3- and 4-byte sequences are fine. */
+	ck_assert_int_eq(chat("{\"model\":\"m\\\\ud800\",\"messages\":[{\"role\":\"user\","
+			      "\"content\":\"\\ud83d\\ude00 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}]}"),
+			 SY_OK);
+	/* An overlong NUL past a run of ASCII (the word-at-a-time path). */
+	const char nul[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"abcdefghijklmnop\xc0\x80\"}]}";
+	ck_bad(chat_n(nul, sizeof(nul) - 1), "invalid UTF-8 at byte 55", 55);
+}
+END_TEST
+
 START_TEST(test_skipped_values_are_bounded_in_depth)
 {
 	char body[1200];
@@ -496,6 +532,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_chat_max_tokens_and_peak_max_completion_tokens_wins);
 	tcase_add_test(tc, test_chat_validation_names_the_field_and_offset);
 	tcase_add_test(tc, test_malformed_json_names_the_byte_offset);
+	tcase_add_test(tc, test_invalid_utf8_and_lone_surrogates_name_the_byte);
 	tcase_add_test(tc, test_skipped_values_are_bounded_in_depth);
 	tcase_add_test(tc, test_completions_string_prompt_is_tokenized_alone);
 	tcase_add_test(tc, test_completions_token_array_and_batches);
