@@ -121,6 +121,8 @@ struct sy_config_router {
 	int request_timeout_secs;  /* whole-request upstream timeout */
 	int shutdown_drain_secs;   /* drain time on SIGTERM */
 	uint64_t max_body_bytes;   /* request bodies above → 413 */
+	uint64_t max_pending_body_bytes; /* request-body bytes all connections of a
+	                                    process may hold; past it → 503 */
 	struct sy_config_tokenizer tokenizer;
 	bool chat_template_fallback; /* hf: an unknown chat template renders as
 	                                plain ChatML instead of failing start-up */

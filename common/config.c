@@ -312,6 +312,7 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_INT_F(R, request_timeout_secs, 1, 86400, 300, 0),
 	SY_CFG_INT_F(R, shutdown_drain_secs, 0, 3600, 30, 0),
 	SY_CFG_U64_F(R, max_body_bytes, 1, 1ull << 32, 32ull << 20),
+	SY_CFG_U64_F(R, max_pending_body_bytes, 1, 1ull << 40, 256ull << 20),
 	SY_CFG_MAP_F(R, tokenizer, tokenizer_section),
 	SY_CFG_BOOL_F(R, chat_template_fallback, false),
 	SY_CFG_BOOL_F(R, disable_input_ids_forwarding, false),
@@ -951,6 +952,15 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		return SY_ECONFIG;
 	}
 
+	if (cfg->router.max_pending_body_bytes < cfg->router.max_body_bytes) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.max_pending_body_bytes",
+			     "%llu is below router.max_body_bytes %llu: a body of the allowed size "
+			     "could never be held; raise it to at least %llu or lower max_body_bytes",
+			     (unsigned long long)cfg->router.max_pending_body_bytes,
+			     (unsigned long long)cfg->router.max_body_bytes,
+			     (unsigned long long)cfg->router.max_body_bytes);
+		return SY_ECONFIG;
+	}
 	if (cfg->router.tokenizer.kind == SY_TOKENIZER_HF && cfg->router.tokenizer.path == NULL) {
 		sy_cfg_error(err, SY_ECONFIG, cfg->source, cfg->router.tokenizer.mark,
 			     "router.tokenizer.path", "required when router.tokenizer.kind is hf");

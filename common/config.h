@@ -29,7 +29,8 @@
  *   worker_urls: [url, ...]        shorthand: plain workers with defaults
  *   router:   {host: 127.0.0.1, port: 30000, processes: 1,
  *              request_timeout_secs: 300, shutdown_drain_secs: 30,
- *              max_body_bytes: 33554432, tokenizer: {kind: bytes, path},
+ *              max_body_bytes: 33554432, max_pending_body_bytes: 268435456,
+ *              tokenizer: {kind: bytes, path},
  *              chat_template_fallback: false,
  *              disable_input_ids_forwarding: false,
  *              access_log, admin_api_key, stream_idle_timeout_secs: 180,

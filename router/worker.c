@@ -202,7 +202,8 @@ static void reload(void)
 	rt_prefix_wait_open(g);
 	rt_w.gen = g;
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
-	rt_edge_configure(g->cfg.router.max_body_bytes, UINT64_MAX);
+	rt_edge_configure(g->cfg.router.max_body_bytes, g->cfg.router.max_pending_body_bytes,
+			  rt_w.hconf.max_request_entity_size);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
 	sy_info("reload: generation %llu installed (%llu requests in flight keep theirs)",
 		(unsigned long long)g->number, (unsigned long long)rt_w.active_requests);
@@ -240,7 +241,8 @@ static void setup_h2o(void)
 	const struct sy_config_router *rc = &rt_w.gen->cfg.router;
 	h2o_config_init(&rt_w.hconf);
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
-	rt_edge_configure(rc->max_body_bytes, UINT64_MAX);
+	rt_edge_configure(rc->max_body_bytes, rc->max_pending_body_bytes,
+			  rt_w.hconf.max_request_entity_size);
 	h2o_hostconf_t *hc =
 		h2o_config_register_host(&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
@@ -310,8 +312,13 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	h2o_socket_read_start(rt_w.listener, on_accept);
 	sy_info("worker %u ready (pid %d, proc slot %u)", index, (int)getpid(), rt_w.proc_slot);
 
+	uint64_t refused_seen = 0;
 	while (true) {
 		h2o_evloop_run(rt_w.loop, 100);
+		uint64_t refused = rt_edge_h2_refused();
+		rt_metrics_edge(rt_w.metrics, rt_w.index, rt_edge_pending_bytes(),
+				refused - refused_seen);
+		refused_seen = refused;
 		if (sig_hup) {
 			sig_hup = 0;
 			reload();

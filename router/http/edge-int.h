@@ -27,7 +27,9 @@ struct edge_conn {
 struct rt_edge {
 	uint64_t max_body;      /* router.max_body_bytes */
 	uint64_t max_pending;   /* router.max_pending_body_bytes */
+	uint64_t h2_stream_limit; /* h2o's limit of one HTTP/2 stream's body */
 	uint64_t pending;       /* budget in use, bytes */
+	uint64_t h2_refused;    /* HTTP/2 connections refused */
 	uint64_t unattributed;  /* heads not attributed to a connection (never expected) */
 	struct edge_conn *current; /* the connection h2o is reading, or NULL */
 };
@@ -48,8 +50,8 @@ struct edge_conn *rt_edge_of_req(h2o_req_t *req);
 
 /* HTTP/2 (edge_h2.c). start: h2o serves the connection with HTTP/2 from
  * now on (the input starts with the connection preface). before_read: h2o
- * is about to parse the input; returns -1 when the connection was refused
- * (it is closing). adopt: the budget bytes of req's stream, handed over.
+ * is about to parse the input; returns -1 when it refused the connection
+ * (h2o closes it on this parse). adopt: the budget bytes of req's stream, handed over.
  * close: returns every count of the connection to the budget and frees
  * the HTTP/2 state. */
 void rt_edge_h2_start(struct edge_conn *e);

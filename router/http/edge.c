@@ -99,10 +99,12 @@ int rt_edge_selfcheck(char *err, size_t cap)
 
 /* ---- limits and the budget ------------------------------------------------ */
 
-void rt_edge_configure(uint64_t max_body_bytes, uint64_t max_pending_body_bytes)
+void rt_edge_configure(uint64_t max_body_bytes, uint64_t max_pending_body_bytes,
+		       uint64_t h2_stream_limit)
 {
 	rt_edge.max_body = max_body_bytes;
 	rt_edge.max_pending = max_pending_body_bytes;
+	rt_edge.h2_stream_limit = h2_stream_limit;
 }
 
 uint64_t rt_edge_pending_bytes(void) { return rt_edge.pending; }
@@ -191,8 +193,8 @@ static struct edge_conn *edge_for(const char *p)
 static void on_read(h2o_socket_t *sock, const char *err)
 {
 	struct edge_conn *e = sock->on_close.data;
-	if (err == NULL && e->h2 != NULL && rt_edge_h2_before_read(e) != 0)
-		return; /* refused: the connection is closing */
+	if (err == NULL && e->h2 != NULL)
+		rt_edge_h2_before_read(e);
 	rt_edge.current = e;
 	e->inner_read(sock, err);
 	if (rt_edge.current == e) /* still open */
@@ -388,7 +390,8 @@ static int judge_head(struct edge_conn *e, struct phr_header *headers, size_t *n
 	if (e == NULL) {
 		/* Not attributed to a connection (not expected): refuse bad framing
 		 * with h2o's own 400; h2o's own limit stands for the rest. */
-		rt_edge.unattributed++;
+		if (rt_edge.unattributed++ == 0)
+			sy_warn("edge: a request head was not attributed to its connection");
 		return v.status == 400 ? -1 : head_len;
 	}
 	e->verdict = v;

@@ -39,9 +39,15 @@ void rt_edge_verdict_set(struct rt_edge_verdict *v, int status, const char *code
 			 unsigned retry_after, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
-/* Limits of the edge from the configuration (start and every reload):
- * the body limit and the process's body budget, bytes. */
-void rt_edge_configure(uint64_t max_body_bytes, uint64_t max_pending_body_bytes);
+/* Limits of the edge from the configuration (start and every reload), in
+ * bytes: the body limit, the process's body budget, and h2o's own limit of
+ * an HTTP/2 stream's body. */
+void rt_edge_configure(uint64_t max_body_bytes, uint64_t max_pending_body_bytes,
+		       uint64_t h2_stream_limit);
+
+/* HTTP/2 connections refused by the edge (resets or bodies past the
+ * budgets) since the process started. */
+uint64_t rt_edge_h2_refused(void);
 
 /* Checks that h2o's calls into picohttpparser and h2o_socket_read_start
  * reach the edge (they are interposed: see edge.c). Returns 0, or -1 with

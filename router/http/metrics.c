@@ -44,6 +44,8 @@ struct rt_metrics_row {
 	uint64_t sampling_rejections[RT_METRICS_LABELS]; /* by interned param */
 	uint64_t stream[RT_STREAM_COUNT_];
 	uint64_t retries;
+	uint64_t pending_body_bytes;   /* gauge, set by the row's process */
+	uint64_t h2_refused;
 	struct router_cache_totals cache;
 	struct rt_hist duration;
 	struct rt_hist ttft;
@@ -214,6 +216,17 @@ static void hist_add(struct rt_hist *h, const double *edges, uint64_t ns)
 	add(&h->buckets[i], 1);
 	add(&h->count, 1);
 	add(&h->sum_ns, ns);
+}
+
+void rt_metrics_edge(struct rt_metrics *m, unsigned row, uint64_t pending_body_bytes,
+		     uint64_t h2_refused_delta)
+{
+	if (m == NULL || row >= m->procs)
+		return;
+	struct rt_metrics_row *r = &m->rows[row];
+	__atomic_store_n(&r->pending_body_bytes, pending_body_bytes, __ATOMIC_RELAXED);
+	if (h2_refused_delta > 0)
+		add(&r->h2_refused, h2_refused_delta);
 }
 
 void rt_metrics_duration(struct rt_metrics *m, unsigned row, uint64_t ns)
@@ -609,6 +622,21 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			  "before the first byte.\n# TYPE switchyard_retries_total counter\n"
 			  "switchyard_retries_total %llu\n",
 		      (unsigned long long)retries);
+
+	uint64_t pending = 0, refused = 0;
+	for (unsigned p = 0; p < m->procs; p++) {
+		pending += get(&m->rows[p].pending_body_bytes);
+		refused += get(&m->rows[p].h2_refused);
+	}
+	rt_buf_printf(&b, "# HELP switchyard_pending_body_bytes Request-body bytes held by the "
+			  "router's connections (--max-pending-body-bytes per process).\n"
+			  "# TYPE switchyard_pending_body_bytes gauge\n"
+			  "switchyard_pending_body_bytes %llu\n"
+			  "# HELP switchyard_http2_connections_refused_total HTTP/2 connections closed "
+			  "with GOAWAY for stream resets or request bodies past the budgets.\n"
+			  "# TYPE switchyard_http2_connections_refused_total counter\n"
+			  "switchyard_http2_connections_refused_total %llu\n",
+		      (unsigned long long)pending, (unsigned long long)refused);
 
 	rt_buf_puts(&b, "# HELP switchyard_request_duration_seconds Inference request duration, "
 			"receipt to last byte.\n# TYPE switchyard_request_duration_seconds histogram\n");

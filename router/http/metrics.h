@@ -77,6 +77,10 @@ void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
 			 const char *reason);
 void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code);
 void rt_metrics_duration(struct rt_metrics *m, unsigned row, uint64_t ns);
+/* The edge's figures of process `row`: body bytes held now (a gauge) and
+ * HTTP/2 connections refused since the last call. */
+void rt_metrics_edge(struct rt_metrics *m, unsigned row, uint64_t pending_body_bytes,
+		     uint64_t h2_refused_delta);
 void rt_metrics_ttft(struct rt_metrics *m, unsigned row, uint64_t ns);
 void rt_metrics_phase(struct rt_metrics *m, unsigned row, enum rt_phase phase, uint64_t ns);
 void rt_metrics_stream(struct rt_metrics *m, unsigned row, enum rt_stream_outcome o);

@@ -11,7 +11,13 @@ contains a worker URL.
              Content-Length, two Transfer-Encodings, an overflowing or
              oversize chunk size, Expect: 100-continue over the limit: 400 /
              413 at the headers, no 100 Continue, connection closed
-  bodies     malformed JSON (byte offset), wrong types, huge max_tokens,
+  budget     20 parallel 40 MiB bodies against a 256 MiB body budget: 503 +
+             Retry-After at the headers past it, RSS near the budget, cut
+             uploads released; HTTP/2 bodies past it: GOAWAY
+  h2 reset   HTTP/2 rapid reset: GOAWAY and close per connection, RSS flat
+             across runs
+  bodies     malformed JSON (byte offset), invalid UTF-8, lone surrogate
+             escapes, wrong types, huge max_tokens,
              unknown model (404), no matching bucket (400)
   slowloris  partial headers / bodies held open do not block other clients
   streams    many concurrent streams whose clients go away: every in-flight
@@ -26,6 +32,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -317,6 +324,282 @@ def framing(port):
         "chunks, Expect over the limit: refused at the headers and closed")
 
 
+def worker_pids(master):
+    with open("/proc/%d/task/%d/children" % (master, master)) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for l in f:
+            if l.startswith("VmRSS:"):
+                return int(l.split()[1]) / 1024.0
+    return 0.0
+
+
+def metric(port, name):
+    st, _, m = request(port, "GET", "/metrics")
+    for l in m.decode().splitlines():
+        if l.startswith(name + " "):
+            return float(l.split()[1])
+    fail("metric %s missing" % name)
+
+
+def body_budget(a_url):
+    """20 parallel 40 MiB bodies against a 256 MiB budget: the heads past
+    the budget get 503 service_overloaded + Retry-After at once; memory
+    stays near the budget; aborted uploads return their bytes."""
+    mib40 = 40 << 20
+    port, rp = router("budget", "--worker-urls", a_url, "--model-id", "m1", "--processes", "1",
+                      "--max-body-bytes", str(64 << 20), "--max-pending-body-bytes", str(256 << 20))
+    worker = worker_pids(rp.pid)[0]
+    rss0 = rss_mib(worker)
+    pre = b'{"model":"m1","max_tokens":1,"messages":[{"role":"user","content":"x"}],"pad":"'
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n" % mib40)
+    pad = b" " * (1 << 20)
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+    for s in socks:
+        s.sendall(head)
+    time.sleep(0.5)  # every head judged before any body arrives
+    results = [None] * len(socks)
+
+    def upload(i, s):
+        s.settimeout(20)
+        resp = b""
+        try:
+            s.setblocking(False)
+            r, _, _ = select.select([s], [], [], 0.2)
+            if r:  # refused at the head
+                resp = s.recv(65536)
+            else:
+                s.setblocking(True)
+                s.sendall(pre)
+                left = mib40 - len(pre) - 2
+                while left > 0:
+                    k = min(left, len(pad))
+                    s.sendall(pad[:k])
+                    left -= k
+                s.sendall(b'"}')
+            s.setblocking(True)
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                resp += b
+        except OSError:
+            pass
+        s.close()
+        results[i] = parse_raw(resp) if resp else (0, {}, b"")
+    peak = [rss0]
+    done = [False]
+
+    def sample():
+        while not done[0]:
+            peak[0] = max(peak[0], rss_mib(worker))
+            time.sleep(0.02)
+    smp = threading.Thread(target=sample)
+    smp.start()
+    ts = [threading.Thread(target=upload, args=(i, s)) for i, s in enumerate(socks)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    done[0] = True
+    smp.join()
+    ok = [r for r in results if r and r[0] == 200]
+    busy = [r for r in results if r and r[0] == 503]
+    if len(ok) != 6 or len(busy) != 14:
+        fail("budget: want 6 admitted and 14 refused, got %s" % [r[0] if r else None for r in results])
+    for r in busy:
+        expect_error("over the body budget", r, 503, "service_overloaded", contains="retry later")
+        if r[1].get("retry-after") != "1":
+            fail("503 without Retry-After: %s" % r[1])
+    if peak[0] - rss0 > 256 + 96:
+        fail("budget: worker RSS grew by %.0f MiB (budget 256 MiB)" % (peak[0] - rss0))
+    sytest.wait_for("budget back to 0", lambda: metric(port, "switchyard_pending_body_bytes") == 0)
+    # Uploads cut short give their bytes back.
+    cut = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
+    for s in cut:
+        s.sendall(head + pre + pad)
+    sytest.wait_for("cut uploads held", lambda: metric(port, "switchyard_pending_body_bytes") == 6 * mib40)
+    for s in cut:
+        s.close()
+    sytest.wait_for("cut uploads released", lambda: metric(port, "switchyard_pending_body_bytes") == 0)
+    st, _, _ = request(port, "POST", "/v1/chat/completions",
+                       {"model": "m1", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
+    if st != 200 or rp.poll() is not None:
+        fail("router unusable after the body budget run: %d" % st)
+    log("body budget: 20 x 40 MiB against 256 MiB: 6 admitted, 14 x 503 + Retry-After at the "
+        "headers; worker RSS %.0f -> peak %.0f MiB; cut uploads released" % (rss0, peak[0]))
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def h2_frame(ftype, flags, sid, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
+
+
+def rapid_reset(port, seconds):
+    """HTTP/2 rapid reset (CVE-2023-44487) for `seconds`: HEADERS then
+    RST_STREAM as fast as possible, reconnecting whenever the router closes.
+    Returns (streams sent, connections, GOAWAYs received)."""
+    # :method POST, :scheme http, :path /v1/chat/completions, :authority x
+    # (static-table names, literal values never indexed: no HPACK state).
+    block = b"\x83\x86\x04\x14/v1/chat/completions\x01\x01x"
+    end = time.time() + seconds
+    streams = conns = goaways = 0
+    while time.time() < end:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setblocking(False)
+        conns += 1
+        out = H2_PREFACE + h2_frame(4, 0, 0)
+        sid, inbuf, closed = 1, b"", False
+        while not closed and time.time() < end:
+            batch = []
+            for _ in range(200):
+                batch.append(h2_frame(1, 0x5, sid, block))  # END_STREAM | END_HEADERS
+                batch.append(h2_frame(3, 0, sid, b"\x00\x00\x00\x08"))  # CANCEL
+                sid += 2
+            out += b"".join(batch)
+            streams += 200
+            while out and not closed:
+                try:
+                    n = s.send(out)
+                    out = out[n:]
+                except BlockingIOError:
+                    select.select([s], [s], [], 0.05)
+                except OSError:
+                    closed = True
+                try:
+                    b = s.recv(65536)
+                    if not b:
+                        closed = True
+                    inbuf += b
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed = True
+            while len(inbuf) >= 9:
+                n = int.from_bytes(inbuf[:3], "big")
+                if len(inbuf) < 9 + n:
+                    break
+                if inbuf[3] == 7:
+                    goaways += 1
+                inbuf = inbuf[9 + n:]
+        s.close()
+    return streams, conns, goaways
+
+
+def h2_rapid_reset(port, rp):
+    worker = worker_pids(rp.pid)
+    runs = []
+    for i in range(3):
+        streams, conns, goaways = rapid_reset(port, 2.0)
+        time.sleep(0.3)
+        runs.append((streams, conns, goaways, sum(rss_mib(w) for w in worker)))
+    for streams, conns, goaways, _ in runs:
+        if conns < 2 or goaways < conns - 1:
+            fail("rapid reset: %d streams on %d connections, %d GOAWAYs" % (streams, conns, goaways))
+        if streams / conns > 2000:
+            fail("rapid reset: %d streams per connection before the close" % (streams // conns))
+    if runs[2][3] - runs[1][3] > 2.0:
+        fail("rapid reset: RSS grows across runs: %s" % [round(r[3], 1) for r in runs])
+    if metric(port, "switchyard_http2_connections_refused_total") < 1:
+        fail("rapid reset: refusals not counted")
+    st, _, _ = request(port, "GET", "/health")
+    if st != 200 or rp.poll() is not None:
+        fail("router unusable after rapid reset")
+    log("HTTP/2 rapid reset: %s streams on %s connections per 2 s run, each closed with GOAWAY; "
+        "worker RSS by run %s MiB" % ([r[0] for r in runs], [r[1] for r in runs],
+                                      [round(r[3], 1) for r in runs]))
+
+
+def h2_body_budget(a_url):
+    """HTTP/2 bodies count against the budget as their DATA arrives: a
+    body that does not fit closes the connection with GOAWAY; completed
+    requests give their bytes back (python3-h2 speaks the protocol)."""
+    import h2.config
+    import h2.connection
+    import h2.events
+    port, rp = router("h2budget", "--worker-urls", a_url, "--model-id", "m1", "--processes", "1",
+                      "--max-body-bytes", str(1 << 20), "--max-pending-body-bytes", str(1 << 20))
+
+    def conn():
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(5)
+        c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        c.initiate_connection()
+        s.sendall(c.data_to_send())
+        return s, c
+
+    def pump(s, c, want):
+        """Reads until an event of class `want` arrives; returns the events."""
+        evs = []
+        end = time.time() + 10
+        while time.time() < end:
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not b:
+                return evs + ["closed"]
+            got = c.receive_data(b)
+            evs += got
+            s.sendall(c.data_to_send())
+            if any(isinstance(e, want) for e in got):
+                return evs
+        fail("HTTP/2: no %s" % want.__name__)
+
+    def send_body(s, c, sid, data, end):
+        while data:
+            w = c.local_flow_control_window(sid)
+            if w == 0:
+                pump(s, c, h2.events.WindowUpdated)
+                continue
+            k = min(w, len(data), c.max_outbound_frame_size)
+            c.send_data(sid, data[:k])
+            data = data[k:]
+            s.sendall(c.data_to_send())
+        if end:
+            c.end_stream(sid)
+            s.sendall(c.data_to_send())
+    hdrs = [(":method", "POST"), (":path", "/v1/chat/completions"), (":scheme", "http"),
+            (":authority", "x"), ("content-type", "application/json")]
+    # A request within the budget completes, and gives its bytes back.
+    s, c = conn()
+    body = json.dumps({"model": "m1", "max_tokens": 1, "pad": " " * 600000,
+                       "messages": [{"role": "user", "content": "x"}]}).encode()
+    c.send_headers(1, hdrs)
+    send_body(s, c, 1, body, True)
+    evs = pump(s, c, h2.events.StreamEnded)
+    st = [dict(e.headers).get(b":status") for e in evs if isinstance(e, h2.events.ResponseReceived)]
+    if st != [b"200"]:
+        fail("HTTP/2 request within the budget: %s" % evs)
+    sytest.wait_for("HTTP/2 budget back to 0", lambda: metric(port, "switchyard_pending_body_bytes") == 0)
+    # Two bodies arriving at once past the budget: GOAWAY, connection closed.
+    c.send_headers(3, hdrs)
+    send_body(s, c, 3, b"x" * 700000, False)
+    c.send_headers(5, hdrs)
+    try:
+        send_body(s, c, 5, b"x" * 700000, False)
+        evs = pump(s, c, h2.events.ConnectionTerminated)
+    except OSError:
+        evs = ["closed"]
+    if not any(isinstance(e, h2.events.ConnectionTerminated) for e in evs) and "closed" not in evs:
+        fail("HTTP/2 bodies past the budget: %s" % evs)
+    s.close()
+    sytest.wait_for("HTTP/2 budget released on close",
+                    lambda: metric(port, "switchyard_pending_body_bytes") == 0)
+    if metric(port, "switchyard_http2_connections_refused_total") != 1:
+        fail("HTTP/2 budget refusal not counted")
+    st, _, _ = request(port, "GET", "/health")
+    if st != 200 or rp.poll() is not None:
+        fail("router unusable after the HTTP/2 budget run")
+    log("HTTP/2 body budget: a body within it served and released, bodies past it: GOAWAY")
+
+
 class FakeEngine:
     """A hostile engine on a loopback port: `mode` is one of stall (reads the
     request, never answers), reset (RST after the request), garbage (a
@@ -590,6 +873,9 @@ try:
     bodies(port, [a["url"]])
     slowloris(port)
     cancelled_streams(port, SHM + "r1")
+    h2_rapid_reset(port, rp)
+    body_budget(a["url"])
+    h2_body_budget(a["url"])
     no_bucket(a["url"])
     upstreams()
     if rp.poll() is not None:

@@ -56,6 +56,7 @@ START_TEST(test_defaults_match_the_design_sketch)
 	ck_assert_int_eq(cfg.router.request_timeout_secs, 300);
 	ck_assert_int_eq(cfg.router.shutdown_drain_secs, 30);
 	ck_assert_uint_eq(cfg.router.max_body_bytes, 32u << 20);
+	ck_assert_uint_eq(cfg.router.max_pending_body_bytes, 256u << 20);
 	ck_assert_int_eq(cfg.router.tokenizer.kind, SY_TOKENIZER_BYTES);
 	ck_assert_ptr_null(cfg.router.tokenizer.path);
 	ck_assert_ptr_null(cfg.router.access_log);
@@ -518,6 +519,13 @@ START_TEST(test_cross_field_checks_fail_with_key_and_position)
 	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
 	ck_assert_str_eq(err.msg,
 			 "statebus.query_endpoint: must differ from statebus.control_endpoint");
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(flag("router", "--max-pending-body-bytes", "1048576"), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "router.max_pending_body_bytes: 1048576 is below "
+				  "router.max_body_bytes 33554432: a body of the allowed size could "
+				  "never be held; raise it to at least 33554432 or lower max_body_bytes");
 }
 END_TEST
 

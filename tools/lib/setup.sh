@@ -15,7 +15,7 @@ SY_DEB_PACKAGES=(
   libh2o-evloop-dev libssl-dev libzmq3-dev libmsgpack-dev liburcu-dev
   check libyajl-dev libjansson-dev libyaml-dev libxxhash-dev
   libcurl4-openssl-dev libonig-dev libutf8proc-dev libsystemd-dev
-  systemd python3 python3-msgpack python3-zmq python3-jinja2 nodejs curl jq procps util-linux
+  systemd python3 python3-msgpack python3-zmq python3-jinja2 python3-h2 nodejs curl jq procps util-linux
 )
 
 sy_log() { printf '[setup] %s\n' "$*" >&2; }
