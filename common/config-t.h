@@ -129,7 +129,13 @@ struct sy_config_router {
 	bool disable_input_ids_forwarding; /* true: chat bodies go to the engine
 	                                      without the router's input_ids */
 	char *access_log;          /* file path; NULL: no access log */
-	char *admin_api_key;       /* bearer key of the admin API; NULL: admin API off */
+	char *api_key;             /* bearer key of the inference and model routes;
+	                              NULL: open (also from api_key_file) */
+	char *api_key_file;        /* file holding api_key (one line); NULL: none */
+	char *admin_api_key;       /* bearer key of /workers and /flush_cache; NULL:
+	                              admin API off (also from admin_api_key_file) */
+	char *admin_api_key_file;  /* file holding admin_api_key; NULL: none */
+	bool api_key_read, admin_api_key_read; /* the key files were read (finish) */
 	/* Data plane (reference/policy-defaults.md §7, §9). */
 	int stream_idle_timeout_secs; /* max gap between upstream body bytes */
 	bool no_decision_headers;  /* true: no x-switchyard-* decision headers */

@@ -239,6 +239,61 @@ static int hook_header_name(const char *in, size_t len, char **out, const char *
 	return SY_OK;
 }
 
+/* A bearer key: 1..4096 visible ASCII characters (RFC 6750 token68 and
+ * more, no spaces). Never echoed in a message. */
+static const char *api_key_why(const char *in, size_t len)
+{
+	if (len == 0 || len > 4096)
+		return "must be 1 to 4096 characters";
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)in[i] < 0x21 || (unsigned char)in[i] > 0x7e)
+			return "must be visible ASCII characters without spaces";
+	return NULL;
+}
+
+static int hook_api_key(const char *in, size_t len, char **out, const char **why)
+{
+	if ((*why = api_key_why(in, len)) != NULL)
+		return SY_EINVAL;
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
+/* Reads the key of `file_key` from `path` into *key (one line: a final
+ * newline is not part of the key). */
+static int read_key_file(const char *path, const char *file_key, const char *key_name,
+			 char **key, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	char buf[4098];
+	if (*key != NULL) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, file_key,
+			     "set together with %s; give the key once", key_name);
+		return SY_ECONFIG;
+	}
+	FILE *f = fopen(path, "re");
+	if (f == NULL) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, file_key, "cannot read %s: %s", path,
+			     strerror(errno));
+		return SY_ECONFIG;
+	}
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	const char *why = api_key_why(buf, n);
+	if (why != NULL) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, file_key, "the key in %s %s", path, why);
+		return SY_ECONFIG;
+	}
+	if ((*key = strndup(buf, n)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
@@ -317,7 +372,10 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_BOOL_F(R, chat_template_fallback, false),
 	SY_CFG_BOOL_F(R, disable_input_ids_forwarding, false),
 	SY_CFG_STR_F(R, access_log, NULL, SY_CFG_NULLABLE, NULL),
-	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(R, api_key, NULL, SY_CFG_NULLABLE, hook_api_key),
+	SY_CFG_STR_F(R, api_key_file, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, hook_api_key),
+	SY_CFG_STR_F(R, admin_api_key_file, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_INT_F(R, stream_idle_timeout_secs, 1, 86400, 180, 0),
 	SY_CFG_BOOL_F(R, no_decision_headers, false),
 	SY_CFG_INT_F(R, cb_threshold, 0, 1000000, 0, 0),
@@ -952,6 +1010,19 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		return SY_ECONFIG;
 	}
 
+	if (cfg->router.api_key_file != NULL && !cfg->router.api_key_read) {
+		if ((rc = read_key_file(cfg->router.api_key_file, "router.api_key_file",
+					"router.api_key", &cfg->router.api_key, err)) != SY_OK)
+			return rc;
+		cfg->router.api_key_read = true;
+	}
+	if (cfg->router.admin_api_key_file != NULL && !cfg->router.admin_api_key_read) {
+		if ((rc = read_key_file(cfg->router.admin_api_key_file, "router.admin_api_key_file",
+					"router.admin_api_key", &cfg->router.admin_api_key, err)) !=
+		    SY_OK)
+			return rc;
+		cfg->router.admin_api_key_read = true;
+	}
 	if (cfg->router.max_pending_body_bytes < cfg->router.max_body_bytes) {
 		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.max_pending_body_bytes",
 			     "%llu is below router.max_body_bytes %llu: a body of the allowed size "

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "router/http/response.h"
 #include "router/http/access_log.h"
+#include "router/http/auth.h"
 #include "router/http/edge.h"
 #include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
@@ -87,6 +88,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	if (route == ROUTE_OTHER)
 		return rt_send_errorf(req, route, 404, "not_found", "no route %.*s",
 				      (int)(p.len < 200 ? p.len : 200), p.base);
+	if (rt_auth_refused(req, route, &rt_w.gen->cfg.router))
+		return 0;
 	bool head_ok = method && strcmp(method, "GET") == 0 && method_is(req, "HEAD");
 	if (method != NULL && !method_is(req, method) && !head_ok)
 		return method_not_allowed(req, route, method);

@@ -26,7 +26,8 @@ int rt_route_metrics(h2o_req_t *req);
 
 /* POST /flush_cache: fan-out to every worker (admin.c). */
 int rt_route_flush_cache(h2o_req_t *req);
-/* GET/POST/DELETE /workers[/ID]: admin API, bearer --admin-api-key. */
+/* GET/POST/DELETE /workers[/ID]: admin API (404 without --admin-api-key;
+ * the bearer is checked before the route, auth.h). */
 int rt_route_workers(h2o_req_t *req, h2o_iovec_t path);
 
 /* POST /v1/tokenize, /v1/detokenize with the generation's tokenizer

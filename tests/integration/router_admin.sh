@@ -2,7 +2,10 @@
 # router_admin.sh ROUTER FLEET MOCK SYCTL — the admin API without a statebus
 # (degraded mode: the router edits the workers table itself): 404 without
 # --admin-api-key, 401 without the bearer, GET lists, POST adds a worker that
-# then serves, DELETE removes it; POST /flush_cache fans out to every worker.
+# then serves, DELETE removes it; POST /flush_cache fans out to every worker
+# (with the admin key). Keys: --api-key-file guards inference and model
+# routes, the admin key the admin routes, 401 otherwise; rotation on SIGHUP;
+# keys never in the logs; impossible key settings refused at --check-config.
 ROUTER=$1 FLEET=$2 MOCK=$3 SYCTL=$4
 . "$(dirname "$0")/router_lib.sh"
 rt_init admin
@@ -24,8 +27,69 @@ curl -fsS "${auth[@]}" "$RURL/workers" | rt_json 'len(d["workers"]) == 2' >/dev/
 sleep 0.1   # the selection core refreshes its fleet snapshot every 20 ms
 seen=$(for i in 1 2 3 4 5 6; do curl -fsS -D - -o /dev/null -d '{"model":"m1","messages":[{"role":"user","content":"x"}],"max_tokens":1}' "$RURL/v1/chat/completions"; done | grep -i '^x-switchyard-worker' | sort -u | wc -l)
 [ "$seen" = 2 ] || rt_fail "added worker does not serve ($seen workers seen)"
-curl -fsS "$RURL/flush_cache" -X POST | rt_json 'len(d["results"]) == 2 and all(r["status"] == 200 for r in d["results"])' >/dev/null
+[ "$(curl -sS -o /dev/null -w '%{http_code}' "$RURL/flush_cache" -X POST)" = 401 ] || rt_fail "/flush_cache open with an admin key"
+curl -fsS "${auth[@]}" "$RURL/flush_cache" -X POST | rt_json 'len(d["results"]) == 2 and all(r["status"] == 200 for r in d["results"])' >/dev/null
 enc=$($PY -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$b")
 [ "$(curl -sS -o /dev/null -w '%{http_code}' "${auth[@]}" -X DELETE "$RURL/workers/$enc")" = 200 ] || rt_fail "DELETE failed"
 curl -fsS "${auth[@]}" "$RURL/workers" | rt_json 'len(d["workers"]) == 1' >/dev/null
+kill -TERM "$RPID"; wait "$RPID" || true; RPID=""; rm -f "$SHM"
+
+# Keys: --api-key-file guards the inference and model routes, the admin
+# key the admin routes; health, readiness and metrics stay open.
+umask 077
+printf 'client-k3y\n' >"$T/api.key"
+printf 'adm1n-k3y' >"$T/admin.key"
+rt_router --worker-urls "$a" --model-id m1 --api-key-file "$T/api.key" \
+  --admin-api-key-file "$T/admin.key" --access-log "$T/access.log"
+chat='{"model":"m1","messages":[{"role":"user","content":"x"}],"max_tokens":1}'
+code() { curl -sS -o "$T/o" -w '%{http_code}' "$@"; }
+for r in "/v1/chat/completions -d $chat" "/v1/completions -d {\"model\":\"m1\",\"prompt\":\"x\"}" \
+         "/generate -d {\"text\":\"x\"}" "/v1/models" "/v1/tokenize -d {\"prompt\":\"x\"}" \
+         "/flush_cache -X POST" "/workers"; do
+  set -- $r
+  p=$1; shift
+  st=$(code "$RURL$p" "$@")
+  [ "$st" = 401 ] || rt_fail "$p without a key: $st"
+  rt_json 'd["error"]["code"] == "unauthorized"' <"$T/o" >/dev/null
+  st=$(code -H 'authorization: Bearer client-k3yX' "$RURL$p" "$@")
+  [ "$st" = 401 ] || rt_fail "$p with a wrong key: $st"
+done
+ok=(-H 'authorization: Bearer client-k3y')
+adm=(-H 'authorization: bearer adm1n-k3y')
+[ "$(code "${ok[@]}" -d "$chat" "$RURL/v1/chat/completions")" = 200 ] || rt_fail "chat with the API key: $(cat "$T/o")"
+[ "$(code "${ok[@]}" "$RURL/v1/models")" = 200 ] || rt_fail "models with the API key"
+[ "$(code "${adm[@]}" -d "$chat" "$RURL/v1/chat/completions")" = 401 ] || rt_fail "the admin key opens inference"
+[ "$(code "${ok[@]}" -X POST "$RURL/flush_cache")" = 401 ] || rt_fail "the API key opens /flush_cache"
+[ "$(code "${ok[@]}" "$RURL/workers")" = 401 ] || rt_fail "the API key opens /workers"
+[ "$(code "${adm[@]}" -X POST "$RURL/flush_cache")" = 200 ] || rt_fail "/flush_cache with the admin key"
+[ "$(code "${adm[@]}" "$RURL/workers")" = 200 ] || rt_fail "/workers with the admin key"
+for p in /health /healthz /readyz /metrics; do
+  [ "$(code "$RURL$p")" = 200 ] || rt_fail "$p needs a key"
+done
+curl -sS -D "$T/h" -o /dev/null "$RURL/v1/models"
+grep -qi '^www-authenticate: Bearer' "$T/h" || rt_fail "401 without WWW-Authenticate"
+# A reload reads the key file again: the new key works, the old one not.
+printf 'rotated-k3y\n' >"$T/api.key"
+kill -HUP "$RPID"
+for _ in $(seq 1 50); do
+  [ "$(code -H 'authorization: Bearer rotated-k3y' "$RURL/v1/models")" = 200 ] && break
+  sleep 0.1
+done
+[ "$(code -H 'authorization: Bearer rotated-k3y' "$RURL/v1/models")" = 200 ] || rt_fail "rotated key not taken on SIGHUP"
+[ "$(code "${ok[@]}" "$RURL/v1/models")" = 401 ] || rt_fail "old key still accepted after the reload"
+if grep -q -e 'client-k3y' -e 'adm1n-k3y' -e 'rotated-k3y' "$T/router.log" "$T/access.log"; then
+  rt_fail "a key reached a log"
+fi
+# Key settings that cannot work are refused at --check-config.
+chk() { "$ROUTER" --check-config --worker-urls "$a" "$@" 2>&1; }
+out=$(chk --api-key k --api-key-file "$T/api.key") && rt_fail "key and key file both accepted"
+grep -q 'router.api_key_file: set together with router.api_key' <<<"$out" || rt_fail "both: $out"
+out=$(chk --api-key-file "$T/missing.key") && rt_fail "missing key file accepted"
+grep -q "router.api_key_file: cannot read $T/missing.key" <<<"$out" || rt_fail "missing: $out"
+printf '\n' >"$T/empty.key"
+out=$(chk --admin-api-key-file "$T/empty.key") && rt_fail "empty key accepted"
+grep -q 'router.admin_api_key_file: the key in .* must be 1 to 4096 characters' <<<"$out" || rt_fail "empty: $out"
+out=$(chk --api-key 'two words') && rt_fail "key with a space accepted"
+grep -q -- '--api-key: must be visible ASCII' <<<"$out" || rt_fail "space: $out"
+grep -q 'two words' <<<"$out" && rt_fail "a refused key is echoed: $out"
 echo "router_admin: OK"

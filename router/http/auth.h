@@ -1,0 +1,33 @@
+/* auth.h — bearer keys of the routes (auth.c).
+ *
+ * router.api_key guards the inference and model routes (chat, completions,
+ * generate, models, tokenize, detokenize); router.admin_api_key guards the
+ * admin routes (/workers, /flush_cache: every route that changes the fleet
+ * or the engines). /flush_cache takes the API key while no admin key is
+ * set. /health, /healthz, /readyz and /metrics stay open. A request without
+ * `Authorization: Bearer <key>` of its route gets 401 unauthorized with
+ * WWW-Authenticate: Bearer. Keys are compared in constant time and never
+ * logged.
+ */
+#ifndef SY_ROUTER_HTTP_AUTH_H
+#define SY_ROUTER_HTTP_AUTH_H
+
+#include <stdbool.h>
+
+#include <h2o.h>
+
+#include "common/config.h"
+#include "router/core/route.h"
+
+/* The key `route` needs under `cfg`, or NULL (open). */
+const char *rt_auth_key(const struct sy_config_router *cfg, enum route route);
+
+/* Whether `req` carries `Authorization: Bearer <key>` (scheme
+ * case-insensitive). */
+bool rt_auth_bearer_is(h2o_req_t *req, const char *key);
+
+/* Checks req's key for `route`: false when it may proceed, true when it
+ * was refused (401 sent). */
+bool rt_auth_refused(h2o_req_t *req, enum route route, const struct sy_config_router *cfg);
+
+#endif
