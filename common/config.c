@@ -376,6 +376,8 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, api_key_file, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, hook_api_key),
 	SY_CFG_STR_F(R, admin_api_key_file, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(R, tls_cert_path, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(R, tls_key_path, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_INT_F(R, stream_idle_timeout_secs, 1, 86400, 180, 0),
 	SY_CFG_BOOL_F(R, no_decision_headers, false),
 	SY_CFG_INT_F(R, cb_threshold, 0, 1000000, 0, 0),
@@ -1022,6 +1024,14 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		    SY_OK)
 			return rc;
 		cfg->router.admin_api_key_read = true;
+	}
+	if ((cfg->router.tls_cert_path == NULL) != (cfg->router.tls_key_path == NULL)) {
+		bool cert = cfg->router.tls_cert_path != NULL;
+		sy_cfg_error(err, SY_ECONFIG, NULL, none,
+			     cert ? "router.tls_cert_path" : "router.tls_key_path",
+			     "needs %s too: TLS takes the certificate chain and its private key",
+			     cert ? "router.tls_key_path" : "router.tls_cert_path");
+		return SY_ECONFIG;
 	}
 	if (cfg->router.max_pending_body_bytes < cfg->router.max_body_bytes) {
 		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.max_pending_body_bytes",

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
@@ -40,6 +41,7 @@
 #include "common/log.h"
 #include "router/core/standalone.h"
 #include "router/http/metrics.h"
+#include "router/http/tls.h"
 #include "router/worker.h"
 #include "router/core/cmdline.h"
 #include "router/core/generation.h"
@@ -123,6 +125,31 @@ struct child {
 static int g_argc;
 static char **g_argv;
 
+/* What the configuration loader cannot check: the listener's TLS files
+ * load and match, and no worker needs TLS from the upstream client.
+ * Returns 0, or -1 with the reason in err. */
+static int check_edge(const struct sy_config *cfg, char *err, size_t cap)
+{
+	if (cfg->router.tls_cert_path != NULL) {
+		SSL_CTX *ctx = rt_tls_server_ctx(cfg->router.tls_cert_path, cfg->router.tls_key_path,
+						 err, cap);
+		if (ctx == NULL)
+			return -1;
+		SSL_CTX_free(ctx);
+	}
+	for (size_t i = 0; i < cfg->n_workers; i++) {
+		if (strncasecmp(cfg->workers[i].url, "https://", 8) == 0) {
+			snprintf(err, cap,
+				 "workers[%zu].url: %s: https:// workers are not supported: the "
+				 "upstream client speaks plain HTTP only; serve the engine over "
+				 "http:// (on a private network) or put a TLS proxy beside it",
+				 i, cfg->workers[i].url);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region,
 		   struct rt_metrics *metrics)
 {
@@ -155,7 +182,8 @@ int main(int argc, char **argv)
 	 * statebus) is built here, so --check-config and start-up refuse what a
 	 * worker process would refuse. */
 	struct router_gen *mg = NULL;
-	if (router_gen_from_args(argc, argv, 0, &mg, &check_only, &help, err, sizeof(err)) != 0) {
+	if (router_gen_from_args(argc, argv, 0, &mg, &check_only, &help, err, sizeof(err)) != 0 ||
+	    (!help && check_edge(&mg->cfg, err, sizeof(err)) != 0)) {
 		if (help) {
 			usage();
 			return 0;
@@ -260,7 +288,9 @@ int main(int argc, char **argv)
 			struct router_gen *g = NULL;
 			int c, h;
 			if (router_gen_from_args(argc, argv, 0, &g, &c, &h, err, sizeof(err)) != 0 ||
-			    g == NULL) {
+			    g == NULL || check_edge(&g->cfg, err, sizeof(err)) != 0) {
+				if (g != NULL)
+					router_gen_unref(g);
 				sy_error("SIGHUP: configuration refused, keeping the running one: %s", err);
 			} else {
 				router_gen_unref(mg);

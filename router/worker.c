@@ -38,6 +38,7 @@
 #include "router/http/metrics.h"
 #include "router/http/prefix_wait.h"
 #include "router/http/routes.h"
+#include "router/http/tls.h"
 #include "router/core/cmdline.h"
 #include "router/core/generation.h"
 #include "router/upstream/client.h"
@@ -189,6 +190,28 @@ static size_t rt_h2o_entity_limit(uint64_t max_body)
 	return (size_t)max_body * 2 + 4096;
 }
 
+/* ---- TLS --------------------------------------------------------------- */
+
+/* Installs the listener's TLS context of `rc` for new connections (none:
+ * plain). Connections already open keep theirs (an SSL object holds a
+ * reference to its context). On failure the current context stays. */
+static int install_tls(const struct sy_config_router *rc)
+{
+	SSL_CTX *ctx = NULL;
+	if (rc->tls_cert_path != NULL) {
+		char err[512];
+		ctx = rt_tls_server_ctx(rc->tls_cert_path, rc->tls_key_path, err, sizeof(err));
+		if (ctx == NULL) {
+			sy_error("TLS: keeping the current certificate: %s", err);
+			return -1;
+		}
+	}
+	if (rt_w.accept_ctx.ssl_ctx != NULL)
+		SSL_CTX_free(rt_w.accept_ctx.ssl_ctx);
+	rt_w.accept_ctx.ssl_ctx = ctx;
+	return 0;
+}
+
 /* ---- reload ------------------------------------------------------------ */
 
 static void reload(void)
@@ -205,6 +228,7 @@ static void reload(void)
 	rt_prefix_wait_open(g);
 	rt_w.gen = g;
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(g->cfg.router.max_body_bytes);
+	install_tls(&g->cfg.router);
 	rt_edge_configure(g->cfg.router.max_body_bytes, g->cfg.router.max_pending_body_bytes,
 			  rt_w.hconf.max_request_entity_size);
 	sy_log_init("router", (enum sy_log_level)g->cfg.log.level, (enum sy_log_format)g->cfg.log.format);
@@ -257,6 +281,7 @@ static void setup_h2o(void)
 	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);
 	rt_w.accept_ctx.ctx = &rt_w.hctx;
 	rt_w.accept_ctx.hosts = rt_w.hconf.hosts;
+	install_tls(rc);
 
 	uint64_t head_ms = (uint64_t)rc->request_timeout_secs * 1000;
 	uint64_t idle_ms = (uint64_t)rc->stream_idle_timeout_secs * 1000;
@@ -302,8 +327,8 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 		sy_warn("access log %s: %s", rt_w.gen->cfg.router.access_log, strerror(errno));
 	}
 	setup_h2o();
-	rt_prefix_wait_bind(rt_w.loop);
-	rt_prefix_wait_open(gen);
+	if (rt_w.gen->cfg.router.tls_cert_path != NULL && rt_w.accept_ctx.ssl_ctx == NULL)
+		return 1; /* never serve in the clear what is configured for TLS */
 	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
 					     (size_t)rt_w.gen->cfg.router.max_connections_per_worker);
 	rt_w.breakers = rt_breakers_create(statebus_workers_capacity(rt_w.region));

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <zmq.h>
 
 #include "common/clock.h"
@@ -160,6 +161,11 @@ int rt_route_flush_cache(h2o_req_t *req)
 
 /* ---- /workers ------------------------------------------------------------------ */
 
+/* The upstream client speaks plain HTTP only (router/upstream/client.h). */
+#define HTTPS_REFUSED                                                                      \
+	"https:// workers are not supported: the upstream client speaks plain HTTP only; " \
+	"serve the engine over http:// or put a TLS proxy beside it"
+
 static const char *role_name(unsigned r)
 {
 	return r == STATEBUS_WORKER_PREFILL ? "prefill" : r == STATEBUS_WORKER_DECODE ? "decode" : "plain";
@@ -239,6 +245,10 @@ static int workers_add(h2o_req_t *req)
 	const char *role = json_string_value(json_object_get(root, "role"));
 	const char *model = json_string_value(json_object_get(root, "model"));
 	json_int_t bport = json_integer_value(json_object_get(root, "bootstrap_port"));
+	if (url != NULL && strncasecmp(url, "https://", 8) == 0) {
+		json_decref(root);
+		return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", HTTPS_REFUSED);
+	}
 	struct statebus_worker w;
 	memset(&w, 0, sizeof(w));
 	int rc = url ? statebus_worker_id_normalise(url, w.id, sizeof(w.id)) : SY_EINVAL;
@@ -345,6 +355,12 @@ static int workers_via_statebus(h2o_req_t *req, h2o_iovec_t path, bool post)
 				json_decref(in);
 			json_decref(op);
 			return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", "body must be a JSON object with at least \"url\"");
+		}
+		const char *url = json_string_value(json_object_get(in, "url"));
+		if (url != NULL && strncasecmp(url, "https://", 8) == 0) {
+			json_decref(in);
+			json_decref(op);
+			return rt_send_errorf(req, ROUTE_WORKERS, 400, "bad_request", HTTPS_REFUSED);
 		}
 		json_object_update(op, in);
 		json_decref(in);

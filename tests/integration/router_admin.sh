@@ -24,6 +24,8 @@ curl -fsS "${auth[@]}" "$RURL/workers" | rt_json 'len(d["workers"]) == 1 and d["
 st=$(curl -sS -o "$T/o" -w '%{http_code}' "${auth[@]}" -d "{\"url\":\"$b\",\"role\":\"plain\",\"model\":\"m1\"}" "$RURL/workers")
 [ "$st" = 201 ] || rt_fail "POST /workers: $st $(cat "$T/o")"
 curl -fsS "${auth[@]}" "$RURL/workers" | rt_json 'len(d["workers"]) == 2' >/dev/null
+st=$(curl -sS -o "$T/o" -w '%{http_code}' "${auth[@]}" -d '{"url":"https://127.0.0.1:1","role":"plain"}' "$RURL/workers")
+[ "$st" = 400 ] && grep -q 'https:// workers are not supported' "$T/o" || rt_fail "https worker added: $st $(cat "$T/o")"
 sleep 0.1   # the selection core refreshes its fleet snapshot every 20 ms
 seen=$(for i in 1 2 3 4 5 6; do curl -fsS -D - -o /dev/null -d '{"model":"m1","messages":[{"role":"user","content":"x"}],"max_tokens":1}' "$RURL/v1/chat/completions"; done | grep -i '^x-switchyard-worker' | sort -u | wc -l)
 [ "$seen" = 2 ] || rt_fail "added worker does not serve ($seen workers seen)"
