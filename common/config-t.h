@@ -136,6 +136,9 @@ struct sy_config_router {
 	                              admin API off (also from admin_api_key_file) */
 	char *admin_api_key_file;  /* file holding admin_api_key; NULL: none */
 	bool api_key_read, admin_api_key_read; /* the key files were read (finish) */
+	char *admin_host;          /* admin listener address; NULL: router.host */
+	int admin_port;            /* admin listener port (admin routes only there);
+	                              0: none, admin routes on the main listener */
 	char *tls_cert_path;       /* PEM certificate chain of the listener; NULL: no TLS */
 	char *tls_key_path;        /* PEM private key of tls_cert_path */
 	/* Data plane (reference/policy-defaults.md §7, §9). */

@@ -376,6 +376,8 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, api_key_file, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(R, admin_api_key, NULL, SY_CFG_NULLABLE, hook_api_key),
 	SY_CFG_STR_F(R, admin_api_key_file, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(R, admin_host, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_INT_F(R, admin_port, 0, 65535, 0, 0),
 	SY_CFG_STR_F(R, tls_cert_path, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(R, tls_key_path, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_INT_F(R, stream_idle_timeout_secs, 1, 86400, 180, 0),
@@ -1024,6 +1026,19 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 		    SY_OK)
 			return rc;
 		cfg->router.admin_api_key_read = true;
+	}
+	if (cfg->router.admin_host != NULL && cfg->router.admin_port == 0) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.admin_host",
+			     "needs router.admin_port: the admin listener is off without a port");
+		return SY_ECONFIG;
+	}
+	if (cfg->router.admin_port != 0 && cfg->router.admin_port == cfg->router.port &&
+	    (cfg->router.admin_host == NULL ||
+	     strcmp(cfg->router.admin_host, cfg->router.host) == 0)) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.admin_port",
+			     "%d is the main listener's port; give the admin listener a port of its own",
+			     cfg->router.admin_port);
+		return SY_ECONFIG;
 	}
 	if ((cfg->router.tls_cert_path == NULL) != (cfg->router.tls_key_path == NULL)) {
 		bool cert = cfg->router.tls_cert_path != NULL;

@@ -74,7 +74,40 @@ static void on_signal(int sig)
 		m_term = 1;
 }
 
-/* Listening socket: systemd's, else our own (SO_REUSEADDR|SO_REUSEPORT). */
+/* A listening socket of our own on host:port (SO_REUSEADDR|SO_REUSEPORT);
+ * `flag` names the setting in messages. */
+static int bind_listener(const char *host, int port_no, const char *flag, char *err,
+			 size_t errcap)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+			*res = NULL;
+	char port[8];
+	snprintf(port, sizeof(port), "%d", port_no);
+	int grc = getaddrinfo(host, port, &hints, &res);
+	if (grc != 0) {
+		snprintf(err, errcap, "%s %s: %s", flag, host, gai_strerror(grc));
+		return -1;
+	}
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+		snprintf(err, errcap, "cannot listen on %s:%d: %s", host, port_no, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Listening socket: systemd's, else our own. */
 static int open_listener(const struct sy_config *cfg, char *err, size_t errcap)
 {
 	int n = sd_listen_fds(0);
@@ -87,33 +120,7 @@ static int open_listener(const struct sy_config *cfg, char *err, size_t errcap)
 		sy_info("using the listening socket passed by systemd");
 		return SD_LISTEN_FDS_START;
 	}
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
-			*res = NULL;
-	char port[8];
-	snprintf(port, sizeof(port), "%d", cfg->router.port);
-	int grc = getaddrinfo(cfg->router.host, port, &hints, &res);
-	if (grc != 0) {
-		snprintf(err, errcap, "--host %s: %s", cfg->router.host, gai_strerror(grc));
-		return -1;
-	}
-	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1;
-	if (fd >= 0) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	}
-	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
-		snprintf(err, errcap, "cannot listen on %s:%d: %s", cfg->router.host, cfg->router.port,
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(res);
-		return -1;
-	}
-	freeaddrinfo(res);
-	return fd;
+	return bind_listener(cfg->router.host, cfg->router.port, "--host", err, errcap);
 }
 
 struct child {
@@ -150,6 +157,8 @@ static int check_edge(const struct sy_config *cfg, char *err, size_t cap)
 	return 0;
 }
 
+static int g_admin_fd = -1; /* the admin listener, or -1 */
+
 static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region,
 		   struct rt_metrics *metrics)
 {
@@ -168,6 +177,7 @@ static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region
 	}
 	extern struct router_worker rt_w;
 	rt_w.metrics = metrics;
+	rt_w.admin_listen_fd = g_admin_fd;
 	_exit(rt_worker_main(index, listen_fd, gen, g_argc, g_argv));
 }
 
@@ -230,6 +240,15 @@ int main(int argc, char **argv)
 	if (listen_fd < 0) {
 		sy_error("%s", err);
 		return 1;
+	}
+	if (cfg0->router.admin_port != 0) {
+		const char *ah = cfg0->router.admin_host ? cfg0->router.admin_host : cfg0->router.host;
+		g_admin_fd = bind_listener(ah, cfg0->router.admin_port, "--admin-host", err, sizeof(err));
+		if (g_admin_fd < 0) {
+			sy_error("admin listener: %s", err);
+			return 1;
+		}
+		sy_info("admin listener on %s:%d", ah, cfg0->router.admin_port);
 	}
 	unsigned procs = (unsigned)cfg0->router.processes;
 	struct rt_metrics *metrics = rt_metrics_create(procs, statebus_workers_capacity(region));

@@ -44,7 +44,7 @@
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
 
-struct router_worker rt_w;
+struct router_worker rt_w = {.admin_listen_fd = -1};
 
 static volatile sig_atomic_t sig_term, sig_hup;
 
@@ -71,6 +71,29 @@ static int method_not_allowed(h2o_req_t *req, enum route route, const char *allo
 			      (int)req->method.len, req->method.base, allowed);
 }
 
+/* With an admin listener (--admin-port) the admin routes are served there
+ * only, and it serves nothing but them, health, readiness and metrics.
+ * Returns whether `route` is refused on req's connection (404 sent). */
+static bool listener_refuses(h2o_req_t *req, enum route route)
+{
+	if (rt_w.admin_listen_fd < 0)
+		return false;
+	bool admin_route = route == ROUTE_WORKERS || route == ROUTE_FLUSH_CACHE;
+	bool on_admin = rt_edge_is_admin(req);
+	if (admin_route && !on_admin) {
+		rt_send_errorf(req, route, 404, "not_found", "%s is served on the admin listener",
+			       route_name(route));
+		return true;
+	}
+	if (on_admin && !admin_route && route != ROUTE_HEALTH && route != ROUTE_READYZ &&
+	    route != ROUTE_METRICS) {
+		rt_send_errorf(req, route, 404, "not_found", "the admin listener serves /workers, "
+			       "/flush_cache, /health, /readyz and /metrics");
+		return true;
+	}
+	return false;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
 	(void)self;
@@ -89,7 +112,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	if (route == ROUTE_OTHER)
 		return rt_send_errorf(req, route, 404, "not_found", "no route %.*s",
 				      (int)(p.len < 200 ? p.len : 200), p.base);
-	if (rt_auth_refused(req, route, &rt_w.gen->cfg.router))
+	if (listener_refuses(req, route) || rt_auth_refused(req, route, &rt_w.gen->cfg.router))
 		return 0;
 	bool head_ok = method && strcmp(method, "GET") == 0 && method_is(req, "HEAD");
 	if (method != NULL && !method_is(req, method) && !head_ok)
@@ -124,9 +147,10 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 {
 	if (err != NULL)
 		return;
+	bool admin = listener == rt_w.admin_listener;
 	h2o_socket_t *sock;
 	for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
-		rt_edge_accept(&rt_w.accept_ctx, sock);
+		rt_edge_accept(&rt_w.accept_ctx, sock, admin);
 }
 
 /* Connections taken from the listening socket's queue when the drain
@@ -136,22 +160,30 @@ static void on_accept(h2o_socket_t *listener, const char *err)
  * long is closed (h2o's request timeout, 10 s otherwise). */
 #define RT_DRAIN_IDLE_MS 1000
 
-/* Accepts what is queued on the listening socket, then closes this
+/* Accepts what is queued on the listening socket `*l`, then closes this
  * process's copy of it. Once every process has closed its copy (the
  * master closes its own on SIGTERM), the kernel refuses new connections;
  * a socket passed by systemd stays open in systemd, so connections wait in
  * its queue for the next instance. */
+static void close_listener(h2o_socket_t **l)
+{
+	if (*l == NULL)
+		return;
+	bool admin = *l == rt_w.admin_listener;
+	h2o_socket_t *sock;
+	for (int i = 0; i < RT_DRAIN_ACCEPT_MAX && (sock = h2o_evloop_socket_accept(*l)) != NULL;
+	     i++)
+		rt_edge_accept(&rt_w.accept_ctx, sock, admin);
+	h2o_socket_read_stop(*l);
+	h2o_socket_close(*l); /* closes this process's copy of the fd */
+	*l = NULL;
+}
+
+/* Closes the main and the admin listener (close_listener). */
 static void stop_accepting(void)
 {
-	if (rt_w.listener == NULL)
-		return;
-	h2o_socket_t *sock;
-	for (int i = 0; i < RT_DRAIN_ACCEPT_MAX &&
-			(sock = h2o_evloop_socket_accept(rt_w.listener)) != NULL; i++)
-		rt_edge_accept(&rt_w.accept_ctx, sock);
-	h2o_socket_read_stop(rt_w.listener);
-	h2o_socket_close(rt_w.listener); /* closes this process's copy of the fd */
-	rt_w.listener = NULL;
+	close_listener(&rt_w.listener);
+	close_listener(&rt_w.admin_listener);
 }
 
 /* SIGTERM: stop accepting at once; h2o's shutdown request makes every
@@ -338,6 +370,11 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	}
 	rt_w.listener = h2o_evloop_socket_create(rt_w.loop, listen_fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(rt_w.listener, on_accept);
+	if (rt_w.admin_listen_fd >= 0) {
+		rt_w.admin_listener = h2o_evloop_socket_create(rt_w.loop, rt_w.admin_listen_fd,
+							       H2O_SOCKET_FLAG_DONT_READ);
+		h2o_socket_read_start(rt_w.admin_listener, on_accept);
+	}
 	sy_info("worker %u ready (pid %d, proc slot %u)", index, (int)getpid(), rt_w.proc_slot);
 
 	uint64_t refused_seen = 0;

@@ -56,6 +56,8 @@ struct router_worker {
 	h2o_accept_ctx_t accept_ctx;
 	h2o_socket_t *listener;         /* NULL once draining stopped accepting */
 	int listen_fd;
+	h2o_socket_t *admin_listener;   /* --admin-port: admin routes only; NULL: none */
+	int admin_listen_fd;            /* -1: no admin listener (set before rt_worker_main) */
 
 	/* Upstream timeouts (forward.c, admin.c; the upstream client is
 	 * router/upstream/client.h). */

@@ -19,6 +19,7 @@ struct edge_conn {
 	uint64_t held;                   /* HTTP/1: budget bytes of the current request */
 	uint64_t chunked_body;           /* HTTP/1: decoded bytes of the current chunked body */
 	bool chunked;                    /* HTTP/1: the current body is chunked */
+	bool admin;                      /* accepted on the admin listener */
 	struct edge_h2 *h2;              /* HTTP/2 state (edge_h2.c); NULL over HTTP/1 */
 	struct rt_edge_verdict verdict;  /* status 0: none */
 };

@@ -237,7 +237,7 @@ int h2o_http2_handle_upgrade(h2o_req_t *req, struct timeval connected_at)
 	return r;
 }
 
-void rt_edge_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock)
+void rt_edge_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock, bool admin)
 {
 	struct edge_conn *e = calloc(1, sizeof(*e));
 	if (e == NULL) {
@@ -245,12 +245,19 @@ void rt_edge_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock)
 		return;
 	}
 	e->sock = sock;
+	e->admin = admin;
 	sock->on_close.cb = on_conn_close;
 	sock->on_close.data = e;
 	h2o_accept(ctx, sock);
 }
 
 /* ---- requests ------------------------------------------------------------- */
+
+bool rt_edge_is_admin(h2o_req_t *req)
+{
+	struct edge_conn *e = rt_edge_of_req(req);
+	return e != NULL && e->admin;
+}
 
 static void on_body_dispose(void *p) { rt_edge_budget_give(*(uint64_t *)p); }
 

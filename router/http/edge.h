@@ -54,9 +54,13 @@ uint64_t rt_edge_h2_refused(void);
  * the reason in err. */
 int rt_edge_selfcheck(char *err, size_t cap);
 
-/* Accepts `sock` from the listener: attaches the edge's connection state,
- * then hands the socket to h2o (h2o_accept on `ctx`). */
-void rt_edge_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock);
+/* Accepts `sock` from a listener (`admin`: the admin listener): attaches
+ * the edge's connection state, then hands the socket to h2o (h2o_accept
+ * on `ctx`). */
+void rt_edge_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock, bool admin);
+
+/* Whether req's connection came from the admin listener. */
+bool rt_edge_is_admin(h2o_req_t *req);
 
 /* At the start of a route: the body bytes the edge counted for `req` now
  * belong to `req` and return to the budget when its pool is cleared. */

@@ -5,7 +5,8 @@
 # then serves, DELETE removes it; POST /flush_cache fans out to every worker
 # (with the admin key). Keys: --api-key-file guards inference and model
 # routes, the admin key the admin routes, 401 otherwise; rotation on SIGHUP;
-# keys never in the logs; impossible key settings refused at --check-config.
+# keys never in the logs; the admin listener (--admin-port) serves the admin
+# routes alone; impossible settings refused at --check-config.
 ROUTER=$1 FLEET=$2 MOCK=$3 SYCTL=$4
 . "$(dirname "$0")/router_lib.sh"
 rt_init admin
@@ -82,7 +83,27 @@ done
 if grep -q -e 'client-k3y' -e 'adm1n-k3y' -e 'rotated-k3y' "$T/router.log" "$T/access.log"; then
   rt_fail "a key reached a log"
 fi
-# Key settings that cannot work are refused at --check-config.
+kill -TERM "$RPID"; wait "$RPID" || true; RPID=""; rm -f "$SHM"
+
+# The admin listener: admin routes there only, and only they (with health,
+# readiness, metrics) served there.
+APORT=$(rt_free_port)
+AURL=http://127.0.0.1:$APORT
+rt_router --worker-urls "$a" --model-id m1 --admin-api-key sekrit --admin-port "$APORT"
+[ "$(code "${auth[@]}" "$RURL/workers")" = 404 ] || rt_fail "/workers on the main listener"
+grep -q 'served on the admin listener' "$T/o" || rt_fail "main listener 404: $(cat "$T/o")"
+[ "$(code "${auth[@]}" -X POST "$RURL/flush_cache")" = 404 ] || rt_fail "/flush_cache on the main listener"
+[ "$(code "${auth[@]}" "$AURL/workers")" = 200 ] || rt_fail "/workers on the admin listener"
+[ "$(code "$AURL/workers")" = 401 ] || rt_fail "admin listener without the key"
+[ "$(code "${auth[@]}" -X POST "$AURL/flush_cache")" = 200 ] || rt_fail "/flush_cache on the admin listener"
+[ "$(code -d "$chat" "$AURL/v1/chat/completions")" = 404 ] || rt_fail "inference on the admin listener"
+for p in /health /readyz /metrics; do
+  [ "$(code "$AURL$p")" = 200 ] || rt_fail "$p on the admin listener"
+done
+[ "$(code -d "$chat" "$RURL/v1/chat/completions")" = 200 ] || rt_fail "inference on the main listener"
+kill -TERM "$RPID"; wait "$RPID" || true; RPID=""; rm -f "$SHM"
+
+# Key and listener settings that cannot work are refused at --check-config.
 chk() { "$ROUTER" --check-config --worker-urls "$a" "$@" 2>&1; }
 out=$(chk --api-key k --api-key-file "$T/api.key") && rt_fail "key and key file both accepted"
 grep -q 'router.api_key_file: set together with router.api_key' <<<"$out" || rt_fail "both: $out"
@@ -94,4 +115,8 @@ grep -q 'router.admin_api_key_file: the key in .* must be 1 to 4096 characters' 
 out=$(chk --api-key 'two words') && rt_fail "key with a space accepted"
 grep -q -- '--api-key: must be visible ASCII' <<<"$out" || rt_fail "space: $out"
 grep -q 'two words' <<<"$out" && rt_fail "a refused key is echoed: $out"
+out=$(chk --port 30000 --admin-port 30000) && rt_fail "admin port = port accepted"
+grep -q 'router.admin_port: 30000 is the main listener' <<<"$out" || rt_fail "same port: $out"
+out=$(chk --admin-host 127.0.0.1) && rt_fail "admin host without port accepted"
+grep -q 'router.admin_host: needs router.admin_port' <<<"$out" || rt_fail "admin host: $out"
 echo "router_admin: OK"
