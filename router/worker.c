@@ -361,6 +361,8 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	setup_h2o();
 	if (rt_w.gen->cfg.router.tls_cert_path != NULL && rt_w.accept_ctx.ssl_ctx == NULL)
 		return 1; /* never serve in the clear what is configured for TLS */
+	rt_prefix_wait_bind(rt_w.loop);
+	rt_prefix_wait_open(gen);
 	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
 					     (size_t)rt_w.gen->cfg.router.max_connections_per_worker);
 	rt_w.breakers = rt_breakers_create(statebus_workers_capacity(rt_w.region));

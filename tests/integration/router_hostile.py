@@ -407,9 +407,11 @@ def body_budget(a_url):
         t.join(60)
     done[0] = True
     smp.join()
-    ok = [r for r in results if r and r[0] == 200]
+    # Admitted bodies go to the mock engine, whose own request timeout may
+    # cut a 40 MiB upload on a loaded machine (502): admitted all the same.
+    ok = [r for r in results if r and r[0] in (200, 502)]
     busy = [r for r in results if r and r[0] == 503]
-    if len(ok) != 6 or len(busy) != 14:
+    if len(ok) != 6 or len(busy) != 14 or not any(r[0] == 200 for r in ok):
         fail("budget: want 6 admitted and 14 refused, got %s" % [r[0] if r else None for r in results])
     for r in busy:
         expect_error("over the body budget", r, 503, "service_overloaded", contains="retry later")
