@@ -293,6 +293,10 @@ int main(int argc, char **argv)
 			 * stays open in systemd. */
 			close(listen_fd);
 			listen_fd = -1;
+			if (g_admin_fd >= 0) {
+				close(g_admin_fd);
+				g_admin_fd = -1;
+			}
 			term_deadline =
 				sy_mono_ns() + ((uint64_t)mg->cfg.router.shutdown_drain_secs + 5) * 1000000000u;
 			sy_info("SIGTERM: draining %u worker process(es) (up to %d s)", procs,
