@@ -58,10 +58,15 @@ router: {host: 127.0.0.1, port: %d, processes: 2}
 policy: {type: cache_aware}
 """ % (SHM, SHM, ", ".join("{url: %s}" % u for u in urls), rport), procs)
 
+    def blocks_of(url):
+        ws = sytest.syctl_json(SYCTL, SHM, "workers")["workers"]
+        return next(w["predicted"]["blocks"] for w in ws if w["worker"] == url)
+
     first = {}
     for k in range(6):
         prefix = ("prefix %d " % k) + " ".join("w%d_%d" % (k, i) for i in range(1500))
         for turn in range(3):
+            held = {u: blocks_of(u) for u in urls} if turn == 0 else None
             st, h, body = request(rport, "POST", "/v1/chat/completions", {
                 "model": "m1", "max_tokens": 2,
                 "messages": [{"role": "user", "content": "%s turn %d" % (prefix, turn)}]})
@@ -69,6 +74,10 @@ policy: {type: cache_aware}
             worker, reason = h.get("x-switchyard-worker"), h.get("x-switchyard-reason")
             if turn == 0:
                 first[k] = worker
+                # The statebus drains the prediction rings every
+                # prediction_drain_ms (2): wait until it recorded this one.
+                sytest.wait_for("prefix %d predicted on %s" % (k, worker),
+                                lambda: blocks_of(worker) > held[worker], timeout=5)
                 continue
             check(worker == first[k], "prefix %d turn %d went to %s, its first request to %s"
                   % (k, turn, worker, first[k]))
