@@ -149,6 +149,9 @@ struct sy_config_router {
 	int cb_cool_down_secs;     /* open → half-open after this long */
 	bool retry_once;           /* one re-dispatch (plain only) before any byte
 	                              reached the client */
+	int health_unknown_grace_secs; /* without a statebus: seconds after the
+	                              master starts during which a worker not
+	                              yet probed is picked (0 = never) */
 	char *override_sampling_params; /* JSON object merged into requests; NULL off */
 	int sampling_param_conflict;    /* enum sy_sampling_conflict */
 	int max_connections_per_worker; /* keep-alive upstream sockets per worker

@@ -35,6 +35,11 @@ static const struct flag_alias settled[] = {
 	{"--worker-urls", "worker_urls"}, /* multi-valued; builds workers[] (finish) */
 	{"--model-id", "model_id"},
 	{"--termination-grace-secs", "router.shutdown_drain_secs"}, /* SGLang's other name */
+	/* health probes: the statebus's, or the router master's without one */
+	{"--health-interval-ms", "statebus.health_interval_ms"},
+	{"--health-timeout-ms", "statebus.health_timeout_ms"},
+	{"--health-failure-threshold", "statebus.health_failure_threshold"},
+	{"--health-success-threshold", "statebus.health_success_threshold"},
 	{NULL, NULL},
 };
 

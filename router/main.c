@@ -19,7 +19,8 @@
  *            requests within --shutdown-drain-secs, server.c); stragglers
  *            are killed 5 s after it.
  * Once a second it re-registers missing static workers (degraded mode)
- * and reaps dead process slots.
+ * and reaps dead process slots; every tick (50 ms) it drives the health
+ * probes of degraded mode (prober.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "router/core/prober.h"
 #include "router/core/standalone.h"
 #include "router/http/metrics.h"
 #include "router/http/tls.h"
@@ -235,6 +237,18 @@ int main(int argc, char **argv)
 	for (int tries = 0; tries < 50 && rt_degraded_register(region, cfg0) < 0; tries++)
 		usleep(20000);
 	rt_reap(region);
+	/* Without a statebus the master probes health (prober.h); the first
+	 * answers are awaited (≤ 1 s) so the workers start with a known fleet. */
+	struct rt_prober *prober = rt_prober_create(statebus_workers_capacity(region), sy_mono_ns());
+	if (prober == NULL)
+		sy_warn("health prober unavailable: degraded-mode workers stay as registered");
+	for (uint64_t until = sy_mono_ns() + 1000000000u;
+	     prober != NULL && !rt_statebus_live(region) && sy_mono_ns() < until;) {
+		rt_prober_tick(prober, region, cfg0, sy_mono_ns(), true);
+		if (rt_prober_settled(prober, region))
+			break;
+		usleep(10000);
+	}
 
 	int listen_fd = open_listener(cfg0, err, sizeof(err));
 	if (listen_fd < 0) {
@@ -371,6 +385,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		uint64_t now = sy_mono_ns();
+		rt_prober_tick(prober, region, &mg->cfg, now, !rt_statebus_live(region));
 		if (now - last_tick >= 1000000000u) {
 			last_tick = now;
 			rt_degraded_register(region, &mg->cfg);
@@ -379,6 +394,7 @@ int main(int argc, char **argv)
 		}
 	}
 	rt_reap(region);
+	rt_prober_free(prober);
 	statebus_region_close(region);
 	router_gen_unref(mg);
 	router_gen_unref(first);

@@ -33,7 +33,6 @@
 #include "router/http/access_log.h"
 #include "router/http/auth.h"
 #include "router/http/edge.h"
-#include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
 #include "router/http/metrics.h"
 #include "router/http/prefix_wait.h"
@@ -365,8 +364,7 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	rt_prefix_wait_open(gen);
 	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
 					     (size_t)rt_w.gen->cfg.router.max_connections_per_worker);
-	rt_w.breakers = rt_breakers_create(statebus_workers_capacity(rt_w.region));
-	if (rt_w.upstreams == NULL || rt_w.breakers == NULL) {
+	if (rt_w.upstreams == NULL) {
 		sy_error("worker %u: out of memory", index);
 		return 1;
 	}

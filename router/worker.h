@@ -32,7 +32,6 @@
 struct rt_metrics;
 struct router_gen;
 struct rt_upstreams;
-struct rt_breakers;
 
 /* Installs the filter that turns h2o's own plain-text 413 (body over
  * max_request_entity_size) into the router's JSON payload_too_large, on
@@ -65,7 +64,6 @@ struct router_worker {
 	h2o_timeout_t idle_timeout;      /* --stream-idle-timeout-secs: between body reads */
 	h2o_timeout_t prefill_timeout;   /* detached PD prefill, whole request */
 	struct rt_upstreams *upstreams;  /* connection facts and idle sockets per worker (pool.h) */
-	struct rt_breakers *breakers;    /* circuit breakers (breaker.c) */
 
 	struct rt_metrics *metrics;      /* shared metrics mapping (metrics.c) */
 

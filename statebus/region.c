@@ -95,6 +95,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_PBUCKETS] = sizeof(uint32_t);
 	count[SB_T_PWORKERS] = p->max_workers;
 	stride[SB_T_PWORKERS] = sizeof(struct sb_pred_worker);
+	count[SB_T_HEALTH] = p->max_workers;
+	stride[SB_T_HEALTH] = sizeof(struct sb_health_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -416,6 +418,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->predict_entries_off = h->tables[SB_T_PENTRIES].off;
 	out->predict_entries_size = h->tables[SB_T_PENTRIES].size + h->tables[SB_T_PBUCKETS].size +
 				    h->tables[SB_T_PWORKERS].size;
+	out->health_off = h->tables[SB_T_HEALTH].off;
+	out->health_size = h->tables[SB_T_HEALTH].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)

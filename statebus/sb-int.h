@@ -31,6 +31,9 @@
  *             rank) → entry chains
  *   pworkers  max_workers × struct sb_pred_worker (128 B): each worker's
  *             predicted entries in last-predicted order, capacity, counts
+ *   health    max_workers × struct sb_health_rec (128 B): passive health,
+ *             stall and breaker words of each worker slot, written with
+ *             single-word atomics by any process (health.c)
  *
  * Writer-only fields (index bookkeeping, seqlock words of workers and load)
  * are changed only by the holder of the writer lock.
@@ -79,6 +82,7 @@ enum sb_table_id {
 	SB_T_PENTRIES,
 	SB_T_PBUCKETS,
 	SB_T_PWORKERS,
+	SB_T_HEALTH,
 	SB_T_COUNT_,
 };
 
@@ -242,6 +246,27 @@ struct sb_stream_rec {
 } SB_ALIGNED;
 _Static_assert(sizeof(struct sb_stream_rec) == 2 * SB_LINE, "stream record is two cache lines");
 
+/* One worker slot's health words (health.c): the first cache line is what
+ * a pick reads, the second holds counters. The breaker word packs
+ * (since_ns << 2) | enum statebus_cb_state so that one CAS moves both. */
+struct sb_health_rec {
+	uint32_t worker_gen;    /* set by the writer when the slot is added */
+	uint32_t down_reason;
+	uint64_t down_ns;       /* passive down since, 0 = up */
+	uint64_t stall_ns;      /* stalled since, 0 = not */
+	uint64_t cb;            /* breaker word */
+	uint64_t last_byte_ns;
+	uint64_t cleared_ns;
+	uint32_t cb_failures;
+	uint32_t reserved;
+	uint64_t reserved1;
+	uint64_t downs SB_ALIGNED;
+	uint64_t stalls;
+	uint64_t cb_opens;
+	uint64_t recoveries;
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_health_rec) == 2 * SB_LINE, "health record is two cache lines");
+
 /* Radix index (index.c). One owner entry is one 64-bit word, so readers
  * load it in one access: generation (bits 0–31), worker slot (32–47), DP
  * rank (48–58), tier bits (59–63: STATEBUS_TIER_*, PREDICTED the highest).
@@ -339,6 +364,10 @@ _Static_assert(sizeof(struct sb_affinity_lock) == SB_LINE, "affinity lock is one
  * it (index.c). Returns 1 when it did, else 0. */
 int sb_index_repair(struct statebus_region *r);
 
+/* Clears slot `slot`'s health record and gives it generation `gen`
+ * (health.c). [writer] */
+void sb_health_reset(struct statebus_region *r, uint32_t slot, uint32_t gen);
+
 /* Epoch primitives of the index's deferred reclamation (epoch.c).
  * sb_epoch_stamp: returns the epoch to stamp blocks unpublished just before
  * (write barrier first) and advances the global epoch. sb_epoch_safe:
@@ -377,6 +406,11 @@ static inline struct sb_inflight *sb_inflight_at(const struct statebus_region *r
 static inline struct sb_stream_rec *sb_stream_at(const struct statebus_region *r, uint32_t w, uint32_t rank)
 {
 	return (struct sb_stream_rec *)sb_table(r, SB_T_STREAMS) + (uint64_t)w * r->hdr->max_dp_ranks + rank;
+}
+
+static inline struct sb_health_rec *sb_health_at(const struct statebus_region *r, uint32_t w)
+{
+	return (struct sb_health_rec *)sb_table(r, SB_T_HEALTH) + w;
 }
 
 /* Prediction ring of one proc slot (predict.c). Single producer (the

@@ -121,6 +121,7 @@ int statebus_worker_add(struct statebus_region *r, const struct statebus_worker 
 	memcpy(rec->w.id, w->id, sizeof(rec->w.id));
 	copy_facts(&rec->w, w);
 	rec->w.generation = g;
+	sb_health_reset(r, i, g);
 	rec->w.state = STATEBUS_WORKER_ACTIVE;
 	sb_seq_write_end(&rec->seq, s);
 	if (slot)
@@ -185,6 +186,7 @@ int statebus_worker_remove(struct statebus_region *r, uint32_t slot, uint32_t ge
 	int rc = write_state(r, slot, gen, STATEBUS_WORKER_FREE);
 	if (rc != SY_OK)
 		return rc;
+	sb_health_reset(r, slot, 0);
 	statebus_load_clear_worker(r, slot);
 	statebus_streams_clear_worker(r, slot);
 	return SY_OK;
@@ -268,6 +270,7 @@ int sb_workers_repair(struct statebus_region *r)
 		rec->w.generation = g;
 		cmm_smp_wmb();
 		CMM_STORE_SHARED(rec->seq, s + 1);
+		sb_health_reset(r, i, 0);
 		statebus_load_clear_worker(r, i);
 		statebus_streams_clear_worker(r, i);
 		n++;

@@ -35,7 +35,13 @@
  *
  * JSON shapes are stable (scripts rely on them; fields may be added):
  *   workers --json → {"workers": [{"worker": URL, "role": "plain|prefill|decode",
- *                      "healthy": bool, "cache_signal": "events|predicted|none",
+ *                      "healthy": bool (active probe), "health": {"state":
+ *                      "unknown|healthy|unhealthy|down|stalled|cb-open|cb-half",
+ *                      "down": bool, "down_reason": "connect|reset|timeout"|null,
+ *                      "down_age_ms", "stalled": bool, "stalled_age_ms",
+ *                      "last_byte_age_ms", "breaker": "closed|open|half_open",
+ *                      "cb_failures", "downs", "stalls", "cb_opens",
+ *                      "recoveries"}, "cache_signal": "events|predicted|none",
  *                      "predicted": {"blocks": n, "capacity_blocks": n|null,
  *                      "confirmed": n, "expired": n, "evicted": n, ...}, ...}]}
  *   load --json    → {"workers": [{"worker": URL, "fresh": bool,
@@ -215,6 +221,7 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			{"streams", h.streams_off, h.streams_size},
 			{"affinity", h.affinity_off, h.affinity_size},
 			{"affinity_locks", h.affinity_locks_off, h.affinity_locks_size},
+			{"health", h.health_off, h.health_size},
 		};
 		for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 			json_t *e = json_object();
@@ -250,6 +257,58 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 /* ---- workers ------------------------------------------------------------ */
 
 static const char *const cache_signal_names[] = {"none", "events", "predicted"};
+static const char *const down_reason_names[] = {"none", "connect", "reset", "timeout"};
+static const char *const cb_state_names[] = {"closed", "open", "half_open"};
+
+/* One word for a worker's health: the active probe result (unknown before
+ * the first probe), overridden by the router-written marks. */
+static const char *health_word(const struct statebus_worker *w, const struct statebus_health *h)
+{
+	bool cur = h->worker_gen == w->generation;
+	if (cur && h->down_since_ns)
+		return "down";
+	if (cur && h->stalled_since_ns)
+		return "stalled";
+	if (!w->healthy)
+		return w->health_checked_ns ? "unhealthy" : "unknown";
+	if (cur && h->cb_state == STATEBUS_CB_OPEN)
+		return "cb-open";
+	if (cur && h->cb_state == STATEBUS_CB_HALF_OPEN)
+		return "cb-half";
+	return "healthy";
+}
+
+static json_t *age_ms(uint64_t now, uint64_t t)
+{
+	return t && now >= t ? json_integer((json_int_t)((now - t) / 1000000u)) : json_null();
+}
+
+/* The worker's health record (statebus_health_read) as JSON. */
+static json_t *health_json(struct statebus_region *r, uint32_t slot,
+			   const struct statebus_worker *w, uint64_t now)
+{
+	struct statebus_health h;
+	json_t *e = json_object();
+	if (statebus_health_read(r, slot, &h) != SY_OK || h.worker_gen != w->generation)
+		memset(&h, 0, sizeof(h));
+	h.worker_gen = w->generation;
+	json_object_set_new(e, "state", json_string(health_word(w, &h)));
+	json_object_set_new(e, "down", json_boolean(h.down_since_ns != 0));
+	json_object_set_new(e, "down_reason",
+			    h.down_since_ns ? json_string(NAME_OF(down_reason_names, h.down_reason))
+					    : json_null());
+	json_object_set_new(e, "down_age_ms", age_ms(now, h.down_since_ns));
+	json_object_set_new(e, "stalled", json_boolean(h.stalled_since_ns != 0));
+	json_object_set_new(e, "stalled_age_ms", age_ms(now, h.stalled_since_ns));
+	json_object_set_new(e, "last_byte_age_ms", age_ms(now, h.last_byte_ns));
+	json_object_set_new(e, "breaker", json_string(NAME_OF(cb_state_names, h.cb_state)));
+	json_object_set_new(e, "cb_failures", json_integer(h.cb_failures));
+	json_object_set_new(e, "downs", json_integer((json_int_t)h.downs));
+	json_object_set_new(e, "stalls", json_integer((json_int_t)h.stalls));
+	json_object_set_new(e, "cb_opens", json_integer((json_int_t)h.cb_opens));
+	json_object_set_new(e, "recoveries", json_integer((json_int_t)h.recoveries));
+	return e;
+}
 
 static json_t *worker_json(struct statebus_region *r, uint32_t slot,
 			   const struct statebus_worker *w, uint64_t now)
@@ -269,6 +328,7 @@ static json_t *worker_json(struct statebus_region *r, uint32_t slot,
 			    w->health_checked_ns
 				    ? json_integer((json_int_t)((now - w->health_checked_ns) / 1000000u))
 				    : json_null());
+	json_object_set_new(e, "health", health_json(r, slot, w, now));
 	json_object_set_new(e, "dp_size", json_integer(w->dp_size));
 	json_object_set_new(e, "bootstrap_port",
 			    w->bootstrap_port ? json_integer(w->bootstrap_port) : json_null());
@@ -354,10 +414,12 @@ static void worker_row(uint32_t slot, const struct statebus_worker *w, void *arg
 	char cache[48];
 	snprintf(cache, sizeof(cache), "%s/%" PRIu64, NAME_OF(cache_signal_names, pw.cache_signal),
 		 pw.worker_gen == w->generation ? pw.blocks : 0);
+	struct statebus_health h;
+	if (statebus_health_read(c->r, slot, &h) != SY_OK)
+		memset(&h, 0, sizeof(h));
 	printf("%4u %5u %-8s %-7s %-6s %-9s %3u %-5s %-20s %-16s %s\n", slot, w->generation,
 	       NAME_OF(state_names, w->state), NAME_OF(role_names, w->role),
-	       w->engine == STATEBUS_ENGINE_VLLM ? "vllm" : "sglang",
-	       w->healthy ? "healthy" : "unhealthy", w->dp_size, w->bootstrap_port ? "yes" : "-", kv,
+	       w->engine == STATEBUS_ENGINE_VLLM ? "vllm" : "sglang", health_word(w, &h), w->dp_size, w->bootstrap_port ? "yes" : "-", kv,
 	       cache, w->id);
 }
 

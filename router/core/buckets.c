@@ -3,8 +3,11 @@
  * src/buckets_reorg.rs; reference/policy-defaults.md §6).
  *
  * Group filtering walks the fleet snapshot (sorted by ID) once: model index,
- * role = stage, health, then membership (a bitmap over fleet positions,
- * rebuilt only when the fleet's version moves). The policy gets the
+ * role = stage, active health, membership (a bitmap over fleet positions,
+ * rebuilt only when the fleet's version moves), the exclusion list, then
+ * the region's health words of the survivors, read live (not from the
+ * snapshot), so a worker another process marked down a moment ago is
+ * already left out. The policy gets the
  * survivors as a contiguous array; its answer must be a pointer into that
  * array (identity) whose (slot, generation) is still ACTIVE in the table.
  */
@@ -154,13 +157,73 @@ static int group_members(struct engine_group *g, const struct fleet *f)
 	return SY_OK;
 }
 
+bool worker_exclude_has(const struct worker_exclude *ex, uint32_t slot)
+{
+	for (unsigned i = 0; ex != NULL && i < ex->n; i++)
+		if (ex->slots[i] == slot)
+			return true;
+	return false;
+}
+
+/* Probes lost to another process during one group pick: left out on the
+ * next policy call. */
+#define PROBE_LOST_MAX 4
+
+/* Fills c[] with the group's usable candidates; returns their count. */
+static size_t collect(struct engine_group *g, struct pick_env *env, struct engine_candidate *c,
+		      const uint32_t *lost, unsigned n_lost)
+{
+	struct fleet *f = env->fleet;
+	size_t n = 0;
+	for (size_t i = 0; i < f->n && n < env->scratch_cap; i++) {
+		const struct fleet_entry *e = &f->entries[i];
+		if (e->model_idx != env->model_idx || e->role != (uint8_t)g->stage || !e->healthy)
+			continue;
+		if (!g->all_workers && !(g->member_bits[i / 64] & (UINT64_C(1) << (i % 64))))
+			continue;
+		if (worker_exclude_has(env->exclude, e->slot))
+			continue;
+		bool lost_here = false;
+		for (unsigned j = 0; j < n_lost; j++)
+			lost_here |= lost[j] == e->slot;
+		if (lost_here)
+			continue;
+		enum statebus_pick_health h = STATEBUS_PICK_OK;
+		if (env->region != NULL)
+			h = statebus_health_pick(env->region, e->slot, e->generation, env->now_ns,
+						 env->cb_cool_down_ns);
+		if (h == STATEBUS_PICK_DOWN) {
+			env->skipped_down++;
+			continue;
+		}
+		if (h == STATEBUS_PICK_STALLED) {
+			env->skipped_stalled++;
+			continue;
+		}
+		if (h == STATEBUS_PICK_BREAKER_OPEN) {
+			env->skipped_breaker++;
+			continue;
+		}
+		struct engine_candidate *k = &c[n++];
+		k->slot = e->slot;
+		k->generation = e->generation;
+		k->id = e->id;
+		k->bootstrap_port = e->bootstrap_port;
+		k->dp_size = e->dp_size;
+		k->load_read = false;
+		k->cb_probe = h == STATEBUS_PICK_PROBE;
+	}
+	return n;
+}
+
 enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env,
 				    const char *bucket_id,
 				    const struct engine_candidate *prefill, struct pick *out)
 {
 	struct fleet *f = env->fleet;
 	struct engine_candidate *c = env->scratch[g->stage == STAGE_DECODE ? 1 : 0];
-	size_t n = 0;
+	uint32_t lost[PROBE_LOST_MAX];
+	unsigned n_lost = 0;
 
 	out->worker = NULL;
 	out->reason = NULL;
@@ -171,52 +234,50 @@ enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env
 		if (g->member_version != f->version && group_members(g, f) != SY_OK)
 			return PICK_INVALID_CONFIGURATION;
 	}
-	for (size_t i = 0; i < f->n && n < env->scratch_cap; i++) {
-		const struct fleet_entry *e = &f->entries[i];
-		if (e->model_idx != env->model_idx || e->role != (uint8_t)g->stage || !e->healthy)
-			continue;
-		if (!g->all_workers && !(g->member_bits[i / 64] & (UINT64_C(1) << (i % 64))))
-			continue;
-		struct engine_candidate *k = &c[n++];
-		k->slot = e->slot;
-		k->generation = e->generation;
-		k->id = e->id;
-		k->bootstrap_port = e->bootstrap_port;
-		k->dp_size = e->dp_size;
-		k->load_read = false;
-	}
-	if (n == 0)
-		return PICK_NO_CANDIDATES;
+	for (;;) {
+		size_t n = collect(g, env, c, lost, n_lost);
+		if (n == 0)
+			return PICK_NO_CANDIDATES;
 
-	struct pick_ctx ctx = {
-		.req = env->req,
-		.region = env->region,
-		.now_ns = env->now_ns,
-		.stage = g->stage,
-		.bucket_id = bucket_id,
-		.cands = c,
-		.n = n,
-		.prefill = prefill,
-		.rej = env->rej,
-	};
-	enum pick_outcome o = policy_pick(&g->policy, &ctx, out);
-	if (o != PICK_OK)
-		return o;
-	/* Identity: the answer must be one of the candidate objects. */
-	const struct engine_candidate *w = out->worker;
-	uintptr_t lo = (uintptr_t)c, hi = (uintptr_t)(c + n), p = (uintptr_t)w;
-	if (w == NULL || p < lo || p >= hi || (p - lo) % sizeof(*c) != 0) {
+		struct pick_ctx ctx = {
+			.req = env->req,
+			.region = env->region,
+			.now_ns = env->now_ns,
+			.stage = g->stage,
+			.bucket_id = bucket_id,
+			.cands = c,
+			.n = n,
+			.prefill = prefill,
+			.rej = env->rej,
+		};
+		enum pick_outcome o = policy_pick(&g->policy, &ctx, out);
+		if (o != PICK_OK)
+			return o;
+		/* Identity: the answer must be one of the candidate objects. */
+		const struct engine_candidate *w = out->worker;
+		uintptr_t lo = (uintptr_t)c, hi = (uintptr_t)(c + n), p = (uintptr_t)w;
+		if (w == NULL || p < lo || p >= hi || (p - lo) % sizeof(*c) != 0) {
+			out->worker = NULL;
+			return PICK_OUTSIDE_CANDIDATES;
+		}
+		if (env->region != NULL && !statebus_worker_valid(env->region, w->slot, w->generation)) {
+			/* Removed or reused since the snapshot: not a policy bug. The
+			 * caller refreshes the fleet and selects again. */
+			env->stale = true;
+			out->worker = NULL;
+			return PICK_NO_CANDIDATES;
+		}
+		if (!w->cb_probe || env->region == NULL ||
+		    statebus_breaker_take_probe(env->region, w->slot, w->generation, env->now_ns,
+						env->cb_cool_down_ns))
+			return PICK_OK;
+		/* Another process sent the half-open probe first. */
+		env->skipped_breaker++;
 		out->worker = NULL;
-		return PICK_OUTSIDE_CANDIDATES;
+		if (n_lost == PROBE_LOST_MAX)
+			return PICK_NO_CANDIDATES;
+		lost[n_lost++] = w->slot;
 	}
-	if (env->region != NULL && !statebus_worker_valid(env->region, w->slot, w->generation)) {
-		/* Removed or reused since the snapshot: not a policy bug. The
-		 * caller refreshes the fleet and selects again. */
-		env->stale = true;
-		out->worker = NULL;
-		return PICK_NO_CANDIDATES;
-	}
-	return PICK_OK;
 }
 
 /* ---- buckets ------------------------------------------------------------------ */

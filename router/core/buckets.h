@@ -102,30 +102,54 @@ enum pick_outcome bucket_resolver_resolve(const struct bucket_resolver *r,
 					  const struct bucket_signal *sig, struct bucket **out,
 					  size_t cap, size_t *n_out, const char **why);
 
+/* Workers a selection must not return (workers-table slots): the engines a
+ * retry already failed on. */
+#define WORKER_EXCLUDE_MAX 16
+struct worker_exclude {
+	unsigned n;
+	uint32_t slots[WORKER_EXCLUDE_MAX];
+};
+
+/* True when `slot` is in `ex` (NULL: none). */
+bool worker_exclude_has(const struct worker_exclude *ex, uint32_t slot);
+
 /* Everything a group pick needs beyond the group: the request, the state
  * plane, the fleet snapshot, the request's model index, scratch candidate
  * arrays (fleet capacity each; two so that a decode pick can see the
- * prefill winner) and the rejection collector. */
+ * prefill winner), the rejection collector, the excluded workers and the
+ * breaker cool-down. */
 struct pick_env {
 	const struct pick_request *req;
-	const struct statebus_region *region;
+	struct statebus_region *region;       /* health words: read, and the
+						 breaker probe taken */
 	uint64_t now_ns;
 	struct fleet *fleet;
 	uint32_t model_idx;
 	struct engine_candidate *scratch[2]; /* [0] plain/prefill, [1] decode */
 	size_t scratch_cap;
 	struct pick_rejections *rej;
+	const struct worker_exclude *exclude; /* NULL: none */
+	uint64_t cb_cool_down_ns;             /* 0: breakers off */
 	bool stale;  /* set when a pick failed validation because the table
 			moved since the snapshot (router_select refreshes and
 			selects again, once) */
+	uint32_t skipped_down, skipped_stalled, skipped_breaker; /* candidates the
+			health table left out (summed over the request's picks) */
 };
 
-/* EngineGroup::pick: filters fleet entries by model, health, role (= stage)
- * and membership, in ID order; no candidate → PICK_NO_CANDIDATES without
- * calling the policy; else policy_pick on the snapshot, then checks that
- * the answer is one of the candidate objects and still valid in the table
- * (slot, generation) → else PICK_OUTSIDE_CANDIDATES. `prefill` is the
- * prefill winner for a decode group (NULL otherwise). */
+/* EngineGroup::pick: filters fleet entries by model, role (= stage),
+ * membership and health, in ID order — health = the statebus's active
+ * probe result (`healthy`: a worker never probed is unknown and left out),
+ * then the region's health words read live (statebus_health_pick): passive
+ * down, stalled, breaker open or its probe out; and env->exclude. No
+ * candidate → PICK_NO_CANDIDATES without calling the policy; else
+ * policy_pick on the snapshot, then checks that the answer is one of the
+ * candidate objects and still valid in the table (slot, generation) → else
+ * PICK_OUTSIDE_CANDIDATES. A picked candidate that is only usable as its
+ * breaker's half-open probe must win the probe (statebus_breaker_take_probe);
+ * when another process took it first, it is left out and the policy asked
+ * again. `prefill` is the prefill winner for a decode group (NULL
+ * otherwise). */
 enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env,
 				    const char *bucket_id,
 				    const struct engine_candidate *prefill, struct pick *out);

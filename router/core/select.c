@@ -33,11 +33,14 @@ static int ensure_scratch(struct router_gen *g, const struct statebus_region *r)
 	return SY_OK;
 }
 
-static void copy_worker(struct selected_worker *dst, const struct engine_candidate *c)
+static void copy_worker(struct selected_worker *dst, const struct engine_candidate *c,
+			uint64_t now_ns)
 {
 	dst->slot = c->slot;
 	dst->generation = c->generation;
 	dst->bootstrap_port = c->bootstrap_port;
+	dst->cb_probe = c->cb_probe;
+	dst->cb_probe_ns = c->cb_probe ? now_ns : 0;
 	/* snprintf(dst->id, …, "%s", c->id) without the formatter (hot path) */
 	size_t n = strnlen(c->id, sizeof(dst->id) - 1);
 	memcpy(dst->id, c->id, n);
@@ -66,11 +69,11 @@ static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *e
 		if (o == PICK_OK) {
 			out->pd = b->pd;
 			out->bucket_id = b->id;
-			copy_worker(&out->worker, bp.worker.worker);
+			copy_worker(&out->worker, bp.worker.worker, env->now_ns);
 			out->reason = bp.worker.reason;
 			out->policy = b->pd ? b->decode.policy.ops->name : b->plain.policy.ops->name;
 			if (b->pd) {
-				copy_worker(&out->prefill, bp.prefill.worker);
+				copy_worker(&out->prefill, bp.prefill.worker, env->now_ns);
 				out->prefill_reason = bp.prefill.reason;
 			}
 			return PICK_OK;
@@ -152,7 +155,7 @@ int router_select_begin(struct router_gen *g, struct statebus_region *r,
 /* The picks of router_select / router_select_finish (snapshot current). */
 static int picks(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
 		 struct bucket *const *order, size_t n_order, uint64_t now_ns,
-		 struct selection *out, struct router_error *err)
+		 const struct worker_exclude *ex, struct selection *out, struct router_error *err)
 {
 	struct pick_rejections rej = {.err = err, .count = 0};
 	enum pick_outcome o;
@@ -174,6 +177,10 @@ static int picks(struct router_gen *g, struct statebus_region *r, const struct p
 		.scratch = {g->scratch[0], g->scratch[1]},
 		.scratch_cap = g->scratch_cap,
 		.rej = &rej,
+		.exclude = ex,
+		.cb_cool_down_ns = g->cfg.router.cb_threshold > 0
+					   ? (uint64_t)g->cfg.router.cb_cool_down_secs * 1000000000u
+					   : 0,
 	};
 	enum engine_stage last_stage = STAGE_PLAIN;
 	o = attempt(order, &env, n_order, out, &last_stage);
@@ -244,8 +251,8 @@ static int picks(struct router_gen *g, struct statebus_region *r, const struct p
 
 int router_select_finish(struct router_gen *g, struct statebus_region *r,
 			 const struct pick_request *req, struct bucket *const *order,
-			 size_t n_order, uint64_t now_ns, struct selection *out,
-			 struct router_error *err)
+			 size_t n_order, uint64_t now_ns, const struct worker_exclude *ex,
+			 struct selection *out, struct router_error *err)
 {
 	if (ensure_scratch(g, r) != SY_OK) {
 		router_error_clear(err);
@@ -254,11 +261,19 @@ int router_select_finish(struct router_gen *g, struct statebus_region *r,
 		return SY_ENOMEM;
 	}
 	fleet_refresh(&g->fleet, r, now_ns, false);
-	return picks(g, r, req, order, n_order, now_ns, out, err);
+	return picks(g, r, req, order, n_order, now_ns, ex, out, err);
 }
 
 int router_select(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
 		  uint64_t now_ns, struct selection *out, struct router_error *err)
+{
+	return router_select_excluding(g, r, req, now_ns, NULL, out, err);
+}
+
+int router_select_excluding(struct router_gen *g, struct statebus_region *r,
+			    const struct pick_request *req, uint64_t now_ns,
+			    const struct worker_exclude *ex, struct selection *out,
+			    struct router_error *err)
 {
 	struct pick_request with_memo;
 	size_t n_order = 0;
@@ -273,5 +288,5 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 	int rc = router_select_begin(g, r, req, now_ns, g->order, &n_order, PREFIX_FILL_WAIT, err);
 	if (rc != SY_OK)
 		return rc;
-	return picks(g, r, req, g->order, n_order, now_ns, out, err);
+	return picks(g, r, req, g->order, n_order, now_ns, ex, out, err);
 }

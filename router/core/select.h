@@ -5,7 +5,8 @@
  *   model unknown (no live or configured worker serves it) → 404 model_not_found
  *   resolve: PICK_INVALID_SIGNAL → 400 bad_request (message names the signal)
  *            empty               → 400 no_matching_bucket
- *   for each bucket in order: bucket_pick_engines()
+ *   for each bucket in order: bucket_pick_engines() (candidates filtered by
+ *            health, breakers and exclusions: buckets.h engine_group_pick)
  *            PICK_OK                                  → done
  *            NO_CANDIDATES / ADMISSION_REJECTED /
  *            NO_ADMISSIBLE_ENGINE                     → next bucket, all picks redone
@@ -50,6 +51,10 @@ struct selected_worker {
 	uint32_t slot;            /* workers-table slot (in-flight guard column) */
 	uint32_t generation;      /* validate again before dispatch if delayed */
 	uint16_t bootstrap_port;  /* PD bootstrap port, 0 = none (JSON null) */
+	bool cb_probe;            /* carries its breaker's half-open probe, taken
+				     at cb_probe_ns: the attempt reports, or
+				     hands it back (statebus_breaker_release_probe) */
+	uint64_t cb_probe_ns;
 	char id[STATEBUS_WORKER_ID_MAX]; /* worker ID = normalised URL: upstream
 					    address and x-switchyard-worker */
 };
@@ -91,11 +96,20 @@ int router_select_begin(struct router_gen *g, struct statebus_region *r,
 			size_t *n_order, enum prefix_fill_mode mode, struct router_error *err);
 
 /* Step two: the picks over `order[0..n_order)` (router_select_begin's) at
- * `now_ns`, after a fleet refresh check; results and errors as
- * router_select. Never blocks. */
+ * `now_ns`, after a fleet refresh check, never returning a worker in `ex`
+ * (NULL: none; the candidate filter of every group leaves them out: a
+ * retry's failed engines); results and errors as router_select. Never
+ * blocks. */
 int router_select_finish(struct router_gen *g, struct statebus_region *r,
 			 const struct pick_request *req, struct bucket *const *order,
-			 size_t n_order, uint64_t now_ns, struct selection *out,
-			 struct router_error *err);
+			 size_t n_order, uint64_t now_ns, const struct worker_exclude *ex,
+			 struct selection *out, struct router_error *err);
+/* router_select that never returns a worker in `ex` (NULL: none): the
+ * candidate filter of every group leaves them out (a retry's failed
+ * engines), so the policy chooses among the others. */
+int router_select_excluding(struct router_gen *g, struct statebus_region *r,
+			    const struct pick_request *req, uint64_t now_ns,
+			    const struct worker_exclude *ex, struct selection *out,
+			    struct router_error *err);
 
 #endif

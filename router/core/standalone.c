@@ -2,8 +2,8 @@
  *
  * Without a live statebus (header heartbeat), the master registers the
  * static fleet of the configuration in the workers table under the region's
- * writer lock — role, model and bootstrap port from the file, healthy by
- * default — and reaps the proc slots of dead processes. Routing then uses
+ * writer lock — role, model and bootstrap port from the file, health
+ * unknown until the master's own probes (prober.h) answer — and reaps the proc slots of dead processes. Routing then uses
  * router-local load (the in-flight rows). A statebus that starts later
  * adopts these slots by worker ID; while it is live the master leaves the
  * table alone. Likewise the master sweeps the affinity store (idle expiry,
@@ -47,7 +47,9 @@ int rt_degraded_register(struct statebus_region *r, const struct sy_config *cfg)
 		w.bootstrap_port = (uint16_t)cw->bootstrap_port;
 		w.dp_size = (uint16_t)(cw->kv_events.dp_size > 0 ? cw->kv_events.dp_size : 1);
 		w.kv_block_size = (uint32_t)(cw->kv_events.block_size > 0 ? cw->kv_events.block_size : 0);
-		w.healthy = 1;
+		/* unknown until the master's first probe (prober.h); picked
+		 * meanwhile only within router.health_unknown_grace_secs */
+		w.healthy = cfg->router.health_unknown_grace_secs > 0;
 		int arc = statebus_worker_add(r, &w, &slot, &gen);
 		if (arc == SY_OK) {
 			added++;

@@ -29,7 +29,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "router/core/buf.h"
-#include "router/dispatch/breaker.h"
 #include "router/http/metrics.h"
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
@@ -55,7 +54,6 @@ struct fwd {
 	h2o_buffer_t *tail;         /* detached input at end of stream */
 	uint32_t guard_slot;        /* main target's in-flight guard */
 	bool guard_held;
-	bool probe;                 /* this attempt is a breaker half-open probe */
 	bool started;               /* the upstream head arrived */
 	bool res_started;           /* h2o_start_response was called */
 	bool send_in_flight;
@@ -76,8 +74,8 @@ struct prefill {
 	struct rt_exchange ux;
 	h2o_timeout_entry_t timer;
 	char *mem;                  /* request head + body */
-	uint32_t slot, gen;
-	char url[STATEBUS_WORKER_ID_MAX];
+	struct selected_worker w;   /* the prefill worker (copy) */
+	int cb_threshold;
 	int status;
 };
 
@@ -199,6 +197,48 @@ static h2o_iovec_t route_path(enum route r)
 	}
 }
 
+/* ---- health and breakers ------------------------------------------------- */
+
+/* Feeds the attempt's result to the worker's breaker in the region (shared
+ * by every router process); the attempt's probe, if it carried one, is
+ * thereby answered. */
+static void breaker_report_w(struct selected_worker *w, int threshold, enum statebus_cb_result r)
+{
+	w->cb_probe = false;
+	if (rt_w.region)
+		statebus_breaker_report(rt_w.region, w->slot, w->generation, (uint32_t)threshold, r,
+					sy_mono_ns());
+}
+
+static void breaker_report(struct fwd *f, enum statebus_cb_result r)
+{
+	breaker_report_w(&f->sel.worker, f->gen->cfg.router.cb_threshold, r);
+}
+
+/* A probe the attempt carries but will not answer (cancelled, moved on). */
+static void breaker_release(struct selected_worker *w)
+{
+	if (w->cb_probe && rt_w.region)
+		statebus_breaker_release_probe(rt_w.region, w->slot, w->generation, w->cb_probe_ns);
+	w->cb_probe = false;
+}
+
+/* Passive health: a connect failure, a close before the first response
+ * byte or a head timeout marks the worker down in the region at once, so
+ * every router process leaves it out until an active probe passes. */
+static void passive_down(const struct selected_worker *w, const char *err)
+{
+	enum statebus_down_reason why = err == rt_exchange_connect_failed ? STATEBUS_DOWN_CONNECT
+					: err == rt_exchange_closed	  ? STATEBUS_DOWN_RESET
+					: err == rt_exchange_timed_out	  ? STATEBUS_DOWN_TIMEOUT
+									  : STATEBUS_DOWN_NONE;
+	if (why == STATEBUS_DOWN_NONE || rt_w.region == NULL)
+		return;
+	if (statebus_health_mark_down(rt_w.region, w->slot, w->generation, why, sy_mono_ns()))
+		sy_warn("worker %s marked down (%s): left out of selection until a health probe passes",
+			w->id, err);
+}
+
 /* ---- PD prefill (detached) ------------------------------------------------ */
 
 static void prefill_done(struct prefill *p, const char *err)
@@ -207,14 +247,20 @@ static void prefill_done(struct prefill *p, const char *err)
 	if (h2o_timeout_is_linked(&p->timer))
 		h2o_timeout_unlink(&p->timer);
 	if (rt_w.region)
-		statebus_inflight_release(rt_w.region, rt_w.proc_slot, p->slot);
+		statebus_inflight_release(rt_w.region, rt_w.proc_slot, p->w.slot);
 	if (err != NULL) {
-		sy_warn("PD prefill at %s failed: %s (decode will time out on the room)", p->url, err);
-		rt_metrics_worker(rt_w.metrics, rt_w.index, p->slot, RT_OUT_ERROR);
+		sy_warn("PD prefill at %s failed: %s (decode will time out on the room)", p->w.id, err);
+		passive_down(&p->w, err);
+		breaker_report_w(&p->w, p->cb_threshold, STATEBUS_CB_FAILURE);
+		rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, RT_OUT_ERROR);
 	} else {
-		rt_metrics_worker(rt_w.metrics, rt_w.index, p->slot, rt_outcome_of_status(p->status));
+		breaker_report_w(&p->w, p->cb_threshold,
+				 p->status == 429 || p->status == 503 ? STATEBUS_CB_BACKPRESSURE
+				 : p->status >= 500		      ? STATEBUS_CB_FAILURE
+								      : STATEBUS_CB_SUCCESS);
+		rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, rt_outcome_of_status(p->status));
 		if (p->status >= 400)
-			sy_warn("PD prefill at %s answered %d", p->url, p->status);
+			sy_warn("PD prefill at %s answered %d", p->w.id, p->status);
 	}
 	rt_w.active_requests--;
 	free(p->mem);
@@ -272,11 +318,11 @@ static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
 	}
 	memcpy(p->mem, head_in_pool.base, head_in_pool.len);
 	memcpy(p->mem + head_in_pool.len, f->body.base, f->body.len);
-	p->slot = f->sel.prefill.slot;
-	p->gen = f->sel.prefill.generation;
-	snprintf(p->url, sizeof(p->url), "%s", f->sel.prefill.id);
+	p->w = f->sel.prefill;
+	f->sel.prefill.cb_probe = false; /* the prefill answers it now */
+	p->cb_threshold = f->gen->cfg.router.cb_threshold;
 	if (rt_w.region)
-		statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->slot, sy_mono_ns());
+		statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->w.slot, sy_mono_ns());
 	rt_w.active_requests++;
 	p->timer.cb = prefill_on_timeout;
 	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
@@ -392,12 +438,6 @@ static void record_worker_outcome(struct fwd *f, enum rt_outcome o)
 	rt_metrics_worker(rt_w.metrics, rt_w.index, f->sel.worker.slot, o);
 }
 
-static void breaker_report(struct fwd *f, enum rt_cb_result r)
-{
-	rt_breaker_report(rt_w.breakers, f->sel.worker.slot, f->sel.worker.generation,
-			  f->gen->cfg.router.cb_threshold, r, sy_mono_ns());
-}
-
 /* Re-dispatches to another worker when --retry-once allows it (plain only,
  * first failure, nothing sent to the client yet). Returns true when a new
  * attempt is under way. */
@@ -415,6 +455,7 @@ static bool try_retry(struct fwd *f, const char *msg)
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
 	guard_release(f);
 	rt_exchange_cancel(&f->ux);
+	breaker_release(&f->sel.worker);
 	f->sel = next;
 	fwd_connect(f);
 	return true;
@@ -426,7 +467,7 @@ static void fail_before_head(struct fwd *f, int status, const char *code, const 
 			     bool report)
 {
 	if (report)
-		breaker_report(f, RT_CB_FAILURE);
+		breaker_report(f, STATEBUS_CB_FAILURE);
 	record_worker_outcome(f, RT_OUT_ERROR);
 	if (f->req == NULL || try_retry(f, msg))
 		return;
@@ -438,6 +479,7 @@ static void fail_before_head(struct fwd *f, int status, const char *code, const 
  * expired, else 502. */
 static void fail_exchange(struct fwd *f, const char *err)
 {
+	passive_down(&f->sel.worker, err);
 	if (err == rt_exchange_timed_out)
 		fail_before_head(f, 504, "upstream_timeout",
 				 "the worker did not answer within --request-timeout-secs", true);
@@ -457,7 +499,7 @@ static void on_idle_timeout(h2o_timeout_entry_t *e)
 	h2o_buffer_t **b = &f->ux.body, *t = f->tail;
 	f->tail = *b;
 	*b = t;
-	breaker_report(f, RT_CB_FAILURE);
+	breaker_report(f, STATEBUS_CB_FAILURE);
 	if (f->streaming)
 		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_IDLE_TIMEOUT);
 	do_send(f);
@@ -539,11 +581,11 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_TTFB, now - f->t_dispatch);
 	f->status = status;
 	if (status == 429 || status == 503)
-		breaker_report(f, RT_CB_BACKPRESSURE);
+		breaker_report(f, STATEBUS_CB_BACKPRESSURE);
 	else if (status >= 500)
-		breaker_report(f, RT_CB_FAILURE);
+		breaker_report(f, STATEBUS_CB_FAILURE);
 	else
-		breaker_report(f, RT_CB_SUCCESS);
+		breaker_report(f, STATEBUS_CB_SUCCESS);
 	/* A 5xx (except backpressure) goes to another worker when allowed —
 	 * nothing has reached the client yet. Otherwise it is passed on. */
 	if (status >= 500 && status != 503 && f->gen->cfg.router.retry_once) {
@@ -624,14 +666,6 @@ static void fwd_connect(struct fwd *f)
 	 * the clock. */
 	uint64_t now = f->t_selected ? f->t_selected : sy_mono_ns();
 	f->t_selected = 0;
-	if (!rt_breaker_allow(rt_w.breakers, f->sel.worker.slot, f->sel.worker.generation,
-			      f->gen->cfg.router.cb_threshold,
-			      (uint64_t)f->gen->cfg.router.cb_cool_down_secs * 1000000000u, now,
-			      &f->probe)) {
-		guard_release(f);
-		rt_send_errorf(f->req, f->route, 503, "breaker_open", "the selected worker's circuit breaker is open");
-		return;
-	}
 	f->up = rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
 	if (f->up == NULL) {
 		guard_release(f);
@@ -658,6 +692,8 @@ static void fwd_dispose(void *p)
 	else if (!f->started && f->attempts > 0 && f->guard_held)
 		record_worker_outcome(f, RT_OUT_CANCELLED);
 	guard_release(f);
+	breaker_release(&f->sel.worker);
+	breaker_release(&f->sel.prefill);
 	uint64_t dur = sy_mono_ns() - f->t_start;
 	rt_metrics_duration(rt_w.metrics, rt_w.index, dur);
 	if (f->started && f->req)

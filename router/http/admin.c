@@ -263,7 +263,7 @@ static int workers_add(h2o_req_t *req)
 						 : STATEBUS_WORKER_DECODE;
 	snprintf(w.model, sizeof(w.model), "%s", model ? model : rt_w.gen->cfg.model_id);
 	w.bootstrap_port = (uint16_t)bport;
-	w.healthy = 1;
+	w.healthy = 0; /* unknown until the master's first probe passes (prober.h) */
 	w.dp_size = 1;
 	json_decref(root);
 	uint32_t slot, gen;

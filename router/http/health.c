@@ -8,7 +8,6 @@
 #include "router/core/generation.h"
 #include "router/core/readiness.h"
 #include "router/http/response.h"
-#include "router/dispatch/breaker.h"
 #include "router/core/buf.h"
 #include "router/http/metrics.h"
 #include "router/http/routes.h"
@@ -60,7 +59,12 @@ int rt_route_models(h2o_req_t *req)
 	return rt_send_json(req, ROUTE_MODELS, &b);
 }
 
-static int cb_state(uint32_t slot) { return (int)rt_breaker_state(rt_w.breakers, slot); }
+/* Breaker state of a slot, from the region (shared by every process). */
+static int cb_state(uint32_t slot)
+{
+	struct statebus_health h;
+	return statebus_health_read(rt_w.region, slot, &h) == SY_OK ? (int)h.cb_state : 0;
+}
 
 int rt_route_metrics(h2o_req_t *req)
 {

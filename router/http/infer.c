@@ -112,14 +112,6 @@ struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h
 
 /* ---- selection --------------------------------------------------------------- */
 
-static bool excluded(const struct worker_exclude *ex, uint32_t slot)
-{
-	for (unsigned i = 0; ex && i < ex->n; i++)
-		if (ex->slots[i] == slot)
-			return true;
-	return false;
-}
-
 /* Step one of selection (router_select_begin): indexer queries sent, not
  * awaited. */
 static int infer_begin(struct router_gen *g, struct infer_request *ir, uint64_t now_ns,
@@ -147,21 +139,13 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 			return rc;
 		(void)prefix_memo_expire(&ir->memo, UINT64_MAX); /* never waits here */
 	}
-	for (int attempt = 0; attempt < (ex && ex->n ? 4 : 1); attempt++) {
-		router_error_clear(err);
-		int rc = router_select_finish(g, rt_w.region, &ir->pr, ir->order, ir->n_order, now_ns,
-					      out, err);
-		struct router_cache_totals cd;
-		if (router_gen_cache_delta(g, &cd))
-			rt_metrics_cache(rt_w.metrics, rt_w.index, &cd);
-		if (rc != 0)
-			return rc;
-		if (!excluded(ex, out->worker.slot))
-			return 0;
-	}
 	router_error_clear(err);
-	router_error_set(err, 503, "no_healthy_workers", -1, "no other worker to retry on");
-	return SY_ENOENT;
+	int rc = router_select_finish(g, rt_w.region, &ir->pr, ir->order, ir->n_order, now_ns, ex,
+				      out, err);
+	struct router_cache_totals cd;
+	if (router_gen_cache_delta(g, &cd))
+		rt_metrics_cache(rt_w.metrics, rt_w.index, &cd);
+	return rc;
 }
 
 /* ---- the body rewrite -------------------------------------------------------- */

@@ -56,12 +56,6 @@ struct infer_request {
 	uint64_t t_select_ns;          /* selection began */
 };
 
-/* Workers a retry must avoid: workers-table slots, at most 4. */
-struct worker_exclude {
-	unsigned n;
-	uint32_t slots[4];
-};
-
 /* Prepares `req`'s body for `route` under generation `g`: returns the
  * pool-allocated request, or NULL with `err` filled (400 bad_request with
  * the byte offset for malformed JSON, ...). `t_start_ns` is the receipt
@@ -70,14 +64,14 @@ struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h
 				       uint64_t t_start_ns, struct router_error *err);
 
 /* Selects the engine(s) for `ir` under `g` at `now_ns` (0: read the clock),
- * never returning a worker in `ex` (may be NULL): a selection that lands on
- * an excluded worker is asked again a few times (round-robin moves on,
- * random draws anew), then 503 no_healthy_workers. Runs the picks over the
- * request's resolution (router_select_finish); a request not resolved yet
- * is resolved first, and indexer entries still pending then read as
- * unavailable (timeout) — it never waits. Exports the cache counters'
- * movement to the metrics. Returns 0 with *out filled (strings borrowed
- * from `g`), or a negative sy_err with `err`. */
+ * never returning a worker in `ex` (may be NULL; struct worker_exclude,
+ * router/core/buckets.h): selection leaves them out of every candidate
+ * set. Runs the picks over the request's resolution
+ * (router_select_finish); a request not resolved yet is resolved first,
+ * and indexer entries still pending then read as unavailable (timeout) —
+ * it never waits. Exports the cache counters' movement to the metrics.
+ * Returns 0 with *out filled (strings borrowed from `g`), or a negative
+ * sy_err with `err`. */
 int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 		    const struct worker_exclude *ex, uint64_t now_ns, struct selection *out,
 		    struct router_error *err);

@@ -65,6 +65,8 @@ struct engine_candidate {
 	uint16_t bootstrap_port; /* PD bootstrap port, 0 = none */
 	uint16_t dp_size;        /* DP ranks */
 	bool load_read;          /* `load` filled for this pick */
+	bool cb_probe;           /* usable only as its breaker's half-open probe
+				    (engine_group_pick takes it when picked) */
 	struct engine_load load; /* valid when load_read */
 };
 

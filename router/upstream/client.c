@@ -65,8 +65,8 @@ struct rt_conn {
 static h2o_loop_t *client_loop;
 static h2o_timeout_t idle_timeout;
 
-static const char ERR_CONNECT[] = "cannot connect to the worker";
-static const char ERR_CLOSED[] = "the worker closed the connection before answering";
+#define ERR_CONNECT rt_exchange_connect_failed
+#define ERR_CLOSED rt_exchange_closed
 static const char ERR_BAD_HEAD[] = "the worker sent an invalid response head";
 static const char ERR_BROKE_OFF[] = "the worker closed the connection mid-body";
 static const char ERR_BAD_CHUNK[] = "the worker sent an invalid chunked body";
@@ -77,6 +77,8 @@ static void connect_new(struct rt_exchange *x);
 static void fail_head(struct rt_conn *c, const char *err);
 
 const char rt_exchange_eos[] = "end of body";
+const char rt_exchange_connect_failed[] = "cannot connect to the worker";
+const char rt_exchange_closed[] = "the worker closed the connection before answering";
 const char rt_exchange_timed_out[] = "the worker did not answer in time";
 
 void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms)

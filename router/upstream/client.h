@@ -47,6 +47,13 @@ struct rt_exchange;
 /* The end-of-body marker passed to on_body (compare by address). */
 extern const char rt_exchange_eos[];
 
+/* The connection could not be made (on_connect's error; compare by address). */
+extern const char rt_exchange_connect_failed[];
+
+/* The connection closed or was reset before the first response byte (on_head's
+ * error; compare by address). */
+extern const char rt_exchange_closed[];
+
 /* The error of an exchange whose head timeout expired (compare by address;
  * passed to on_connect while connecting, to on_head afterwards). */
 extern const char rt_exchange_timed_out[];

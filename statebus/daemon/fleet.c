@@ -123,7 +123,7 @@ static void local_init(struct sbd *d, uint32_t slot, uint32_t gen, const struct 
 	w->disc = SBD_DISC_PENDING;
 	w->disc_next_ns = now;
 	w->health_inflight = false;
-	w->health_next_ns = now + ms(d->cfg.statebus.health_interval_ms);
+	w->health_next_ns = now; /* a new worker is unknown until probed: probe at once */
 	w->health_ok_streak = 0;
 	w->order = d->next_order++;
 }
@@ -175,7 +175,7 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 	rec.role = (uint8_t)cw->role;
 	rec.bootstrap_port = (uint16_t)cw->bootstrap_port;
 	rec.engine = cw->engine == SY_ENGINE_VLLM ? STATEBUS_ENGINE_VLLM : STATEBUS_ENGINE_SGLANG;
-	rec.healthy = 1;
+	rec.healthy = 0; /* unknown (health_checked_ns 0) until its first probe passes */
 	rec_apply_kv(&rec, &cw->kv_events);
 	if (rec.dp_size > d->max_ranks)
 		rec.dp_size = (uint16_t)d->max_ranks;
@@ -575,11 +575,21 @@ void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const
 	struct sbd_worker *w = &d->w[slot];
 	w->health_inflight = false;
 	bool was = w->rec.healthy;
+	uint64_t now = sy_mono_ns();
 	if (ok) {
 		w->health_ok_streak++;
 		w->rec.health_failures = 0;
-		if (!was && w->health_ok_streak >= (uint32_t)d->cfg.statebus.health_success_threshold)
+		/* unknown (never checked) → healthy at the first success; an
+		 * unhealthy worker needs the success threshold */
+		if (!was && (w->rec.health_checked_ns == 0 ||
+			     w->health_ok_streak >= (uint32_t)d->cfg.statebus.health_success_threshold))
 			w->rec.healthy = 1;
+		unsigned cleared = statebus_health_probe_ok(d->r, slot, gen, w->health_sent_ns, now);
+		if (cleared)
+			sy_info("worker %s: health probe passed, %s cleared", w->rec.id,
+				cleared == STATEBUS_HEALTH_CLEARED_DOWN	   ? "passive down mark"
+				: cleared == STATEBUS_HEALTH_CLEARED_STALL ? "stall"
+									   : "down mark and stall");
 	} else {
 		w->health_ok_streak = 0;
 		w->rec.health_failures++;
@@ -587,12 +597,28 @@ void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const
 		if (was && w->rec.health_failures >= (uint32_t)d->cfg.statebus.health_failure_threshold)
 			w->rec.healthy = 0;
 	}
-	w->rec.health_checked_ns = sy_mono_ns();
+	w->rec.health_checked_ns = now;
 	if (was != w->rec.healthy)
 		sy_warn("worker %s is now %s%s%s", w->rec.id, w->rec.healthy ? "healthy" : "unhealthy",
 			ok ? "" : ": ", ok ? "" : error);
 	(void)statebus_worker_set_health(d->r, slot, gen, w->rec.healthy, w->rec.health_checked_ns,
 					 w->rec.health_failures);
+}
+
+/* When w's next probe is due: the interval, or sooner while a router
+ * process has it marked down or stalled (the mark is cleared only by a
+ * probe sent after it, so recovery waits for the next probe). */
+static uint64_t health_due(struct sbd *d, const struct sbd_worker *w)
+{
+	struct statebus_health h;
+	if (statebus_health_read(d->r, w->slot, &h) != SY_OK || h.worker_gen != w->gen ||
+	    (h.down_since_ns == 0 && h.stalled_since_ns == 0))
+		return w->health_next_ns;
+	uint64_t fast = w->health_sent_ns + SBD_HEALTH_MARKED_INTERVAL_NS;
+	uint64_t mark = h.down_since_ns ? h.down_since_ns : h.stalled_since_ns;
+	if (w->health_sent_ns <= mark)
+		return mark; /* at once: no probe went out since the mark */
+	return fast < w->health_next_ns ? fast : w->health_next_ns;
 }
 
 void sbd_fleet_timers(struct sbd *d, uint64_t now)
@@ -612,9 +638,10 @@ void sbd_fleet_timers(struct sbd *d, uint64_t now)
 			w->scrape_inflight = true;
 			w->scrape_next_ns = now + ms(iv);
 		}
-		if (!w->health_inflight && now >= w->health_next_ns &&
+		if (!w->health_inflight && now >= health_due(d, w) &&
 		    sbd_http_submit(d->http, SBD_HTTP_HEALTH, s, w->gen, w->rec.id) == SY_OK) {
 			w->health_inflight = true;
+			w->health_sent_ns = now;
 			w->health_next_ns = now + ms(d->cfg.statebus.health_interval_ms);
 		}
 	}

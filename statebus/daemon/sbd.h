@@ -107,6 +107,7 @@ struct sbd_worker {
 	uint64_t disc_next_ns;
 	bool health_inflight;
 	uint64_t health_next_ns;
+	uint64_t health_sent_ns;        /* when the running probe was submitted */
 	uint32_t health_ok_streak;
 	bool scrape_inflight;           /* vLLM: a GET /metrics runs */
 	uint64_t scrape_next_ns;
@@ -170,7 +171,15 @@ void sbd_fleet_discovered(struct sbd *d, uint32_t slot, uint32_t gen, const char
 			  size_t len, const char *error, long status);
 /* A /v1/models or /version result (vLLM discovery) for (slot, gen). */
 void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res);
-/* A /health result for (slot, gen). */
+/* Probe period of a worker that a router marked down or stalled (passive
+ * health, statebus/health.c): the first probe goes out at once, then every
+ * 250 ms (or the configured interval when shorter). */
+#define SBD_HEALTH_MARKED_INTERVAL_NS UINT64_C(250000000)
+
+/* A /health result for (slot, gen): the worker's `healthy` bit (unknown →
+ * healthy at the first success; unhealthy → healthy after the success
+ * threshold; healthy → unhealthy after the failure threshold), and on
+ * success the passive marks set before the probe was sent are cleared. */
 void sbd_fleet_health(struct sbd *d, uint32_t slot, uint32_t gen, bool ok, const char *error);
 /* Submits due discovery and health jobs. */
 void sbd_fleet_timers(struct sbd *d, uint64_t now);

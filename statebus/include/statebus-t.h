@@ -20,13 +20,15 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 6u /* 2: radix index tables; 3: + streams table;
+#define STATEBUS_LAYOUT_VERSION 7u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
                                         owner word with a fifth tier bit;
                                      6: − arena tables and root words,
-                                        + proc slots high-water mark */
+                                        + proc slots high-water mark;
+                                     7: + health table (passive health, stalls,
+                                        circuit breakers) */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -118,6 +120,7 @@ struct statebus_header_info {
 	uint64_t predict_rings_off, predict_rings_size;   /* one prediction ring per proc slot */
 	uint64_t predict_entries_off, predict_entries_size; /* predicted-entry pool + its
 	                                                       buckets + per-worker lists */
+	uint64_t health_off, health_size;                 /* passive health / breakers */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -326,6 +329,65 @@ struct statebus_inflight_info {
 	int64_t in_flight;          /* requests currently dispatched */
 	uint64_t dispatches;        /* monotonic dispatch counter */
 	uint64_t last_dispatch_ns;  /* CLOCK_MONOTONIC, 0 = never */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Health (health.c; DESIGN.md §9 "Health is a candidate filter")           */
+
+/* Why a router marked a worker passively down. */
+enum statebus_down_reason {
+	STATEBUS_DOWN_NONE = 0,
+	STATEBUS_DOWN_CONNECT = 1, /* connect refused / failed */
+	STATEBUS_DOWN_RESET = 2,   /* connection closed before the first response byte */
+	STATEBUS_DOWN_TIMEOUT = 3, /* no response head within the request timeout */
+};
+
+/* Circuit breaker state (reference/policy-defaults.md §9; gauge values). */
+enum statebus_cb_state {
+	STATEBUS_CB_CLOSED = 0,
+	STATEBUS_CB_OPEN = 1,
+	STATEBUS_CB_HALF_OPEN = 2, /* one probe request is out */
+};
+
+/* Result class of one upstream attempt, fed to the breaker. */
+enum statebus_cb_result {
+	STATEBUS_CB_SUCCESS = 0,      /* response head with status < 500 (not 429) */
+	STATEBUS_CB_FAILURE = 1,      /* connect error, reset, timeout, 5xx except 503 */
+	STATEBUS_CB_BACKPRESSURE = 2, /* 429 or 503 */
+};
+
+/* What the health table says about a candidate (statebus_health_pick). */
+enum statebus_pick_health {
+	STATEBUS_PICK_OK = 0,           /* usable */
+	STATEBUS_PICK_DOWN = 1,         /* passively down until a probe passes */
+	STATEBUS_PICK_STALLED = 2,      /* stalled until bytes flow or a probe passes */
+	STATEBUS_PICK_BREAKER_OPEN = 3, /* open, or its half-open probe is out */
+	STATEBUS_PICK_PROBE = 4,        /* usable as the breaker's one half-open probe:
+	                                   take it with statebus_breaker_take_probe */
+};
+
+/* statebus_health_probe_ok() result bits. */
+#define STATEBUS_HEALTH_CLEARED_DOWN 0x1u
+#define STATEBUS_HEALTH_CLEARED_STALL 0x2u
+
+/* Copy of one worker slot's health record (statebus_health_read). Times
+ * are CLOCK_MONOTONIC ns, 0 = never / not set. Counts are since the slot's
+ * generation was added. */
+struct statebus_health {
+	uint32_t worker_gen;        /* generation the record belongs to */
+	uint32_t down_reason;       /* enum statebus_down_reason of down_since_ns */
+	uint64_t down_since_ns;     /* passively down since (0 = not down) */
+	uint64_t stalled_since_ns;  /* stalled since (0 = not stalled) */
+	uint64_t last_byte_ns;      /* last response byte from the worker, any
+	                               router process (stored at most every 1 ms) */
+	uint64_t cleared_ns;        /* last time a down mark or stall was cleared */
+	uint32_t cb_state;          /* enum statebus_cb_state */
+	uint32_t cb_failures;       /* consecutive breaker failures */
+	uint64_t cb_since_ns;       /* open: opened at; half-open: probe sent at */
+	uint64_t downs;             /* passive down marks */
+	uint64_t stalls;            /* stalls detected */
+	uint64_t cb_opens;          /* breaker openings */
+	uint64_t recoveries;        /* down marks / stalls cleared by a probe */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -326,6 +326,69 @@ int statebus_inflight_zero_row(struct statebus_region *r, uint32_t proc);
 int statebus_inflight_zero_worker(struct statebus_region *r, uint32_t worker);
 
 /* ======================================================================== */
+/* Health (health.c): passive health, stalls, circuit breakers              */
+/*
+ * One record per worker slot that every router process reads at pick time
+ * and changes with single-word atomics (no lock, never blocks). The
+ * statebus keeps owning the workers table and its `healthy` bit (active
+ * probes); a router writes only the words below, with the rules of
+ * health.c: a router marks down / stalled, the active prober (statebus, or
+ * the router master without a statebus) clears a mark after a probe sent
+ * after it succeeded; bytes from the worker clear a stall. Calls naming a
+ * (slot, gen) that is not the record's current generation do nothing.
+ */
+
+/* Copy of slot `slot`'s record (words read one by one). SY_EINVAL. */
+int statebus_health_read(const struct statebus_region *r, uint32_t slot, struct statebus_health *out);
+
+/* Candidate filter of a pick at `now_ns`: down, stalled, breaker open or
+ * probe out, or usable (OK, or PROBE: only as the breaker's half-open
+ * probe). `cb_cool_down_ns` 0 = breakers off (their state is ignored). */
+enum statebus_pick_health statebus_health_pick(const struct statebus_region *r, uint32_t slot,
+					       uint32_t gen, uint64_t now_ns,
+					       uint64_t cb_cool_down_ns);
+
+/* Marks worker (slot, gen) passively down at now_ns for `reason`. Returns
+ * true when this call set the mark (false: already down, or not that
+ * generation). */
+bool statebus_health_mark_down(struct statebus_region *r, uint32_t slot, uint32_t gen,
+			       enum statebus_down_reason reason, uint64_t now_ns);
+
+/* Marks worker (slot, gen) stalled at now_ns; true when this call set it. */
+bool statebus_health_mark_stalled(struct statebus_region *r, uint32_t slot, uint32_t gen,
+				  uint64_t now_ns);
+
+/* A response byte from worker (slot, gen) arrived at now_ns: stores
+ * last_byte_ns (at most every 1 ms) and clears a stall. */
+void statebus_health_progress(struct statebus_region *r, uint32_t slot, uint32_t gen,
+			      uint64_t now_ns);
+
+/* An active probe of (slot, gen) sent at `sent_ns` succeeded at now_ns:
+ * clears a down mark / stall set before sent_ns. Returns the
+ * STATEBUS_HEALTH_CLEARED_* bits of what it cleared. [prober] */
+unsigned statebus_health_probe_ok(struct statebus_region *r, uint32_t slot, uint32_t gen,
+				  uint64_t sent_ns, uint64_t now_ns);
+
+/* Takes the half-open probe of (slot, gen)'s breaker at now_ns: true when
+ * the breaker is closed or this caller got the probe (then the request
+ * must report), false when another process took it first. */
+bool statebus_breaker_take_probe(struct statebus_region *r, uint32_t slot, uint32_t gen,
+				 uint64_t now_ns, uint64_t cb_cool_down_ns);
+
+/* Hands back the probe taken at `probe_ns` by a request that ended without
+ * a result (cancelled): the next pick may probe at once. */
+void statebus_breaker_release_probe(struct statebus_region *r, uint32_t slot, uint32_t gen,
+				    uint64_t probe_ns);
+
+/* Feeds one attempt's result to (slot, gen)'s breaker (reference/
+ * policy-defaults.md §9): `threshold` consecutive failures open it
+ * (0 = breakers off: nothing happens); failures while open are ignored; a
+ * half-open failure re-opens it; a success closes it; backpressure (429,
+ * 503) never opens it, keeps the streak and closes a half-open one. */
+void statebus_breaker_report(struct statebus_region *r, uint32_t slot, uint32_t gen,
+			     uint32_t threshold, enum statebus_cb_result res, uint64_t now_ns);
+
+/* ======================================================================== */
 /* Radix index (index.c) — SGLang HashTree, sglang-wire.md §7, §8, §11      */
 /*
  * One node per (block hash, position in a chain) in a fixed pool; children

@@ -340,6 +340,173 @@ START_TEST(test_candidates_are_sorted_by_id_not_by_slot)
 }
 END_TEST
 
+/* ---- health filter -------------------------------------------------------- */
+
+#define COOL_NS (30 * RF_SEC)
+
+/* Three plain workers a, b, c of model m (slots returned). */
+static void fleet3(uint32_t sl[3])
+{
+	sl[0] = rfx_worker(&fx, "http://a", "m", STATEBUS_WORKER_PLAIN, true);
+	sl[1] = rfx_worker(&fx, "http://b", "m", STATEBUS_WORKER_PLAIN, true);
+	sl[2] = rfx_worker(&fx, "http://c", "m", STATEBUS_WORKER_PLAIN, true);
+}
+
+START_TEST(test_passively_down_worker_is_no_candidate_in_any_process)
+{
+	uint32_t sl[3];
+	fleet3(sl);
+	ck_assert(statebus_health_mark_down(fx.r, sl[0], rfx_gen(&fx, sl[0]), STATEBUS_DOWN_CONNECT,
+					    RF_NOW - 1));
+	struct pick_env e = env_for("m");
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	g.policy.ops = &counting_ops;
+	struct pick out;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://b");
+	ck_assert_uint_eq(e.skipped_down, 1);
+	/* a probe sent after the mark brings it back */
+	statebus_health_probe_ok(fx.r, sl[0], rfx_gen(&fx, sl[0]), RF_NOW, RF_NOW);
+	e = env_for("m");
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://a");
+}
+END_TEST
+
+START_TEST(test_stalled_worker_is_left_out_whatever_the_policy_prefers)
+{
+	uint32_t sl[3];
+	fleet3(sl);
+	statebus_health_mark_stalled(fx.r, sl[0], rfx_gen(&fx, sl[0]), RF_NOW - 1);
+	statebus_health_mark_stalled(fx.r, sl[1], rfx_gen(&fx, sl[1]), RF_NOW - 1);
+	struct pick_env e = env_for("m");
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	g.policy.ops = &counting_ops;
+	struct pick out;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://c");
+	ck_assert_uint_eq(e.skipped_stalled, 2);
+	/* bytes from b again: b is back */
+	statebus_health_progress(fx.r, sl[1], rfx_gen(&fx, sl[1]), RF_NOW);
+	e = env_for("m");
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://b");
+}
+END_TEST
+
+START_TEST(test_unknown_worker_never_probed_is_no_candidate)
+{
+	uint32_t a = rfx_worker(&fx, "http://a", "m", STATEBUS_WORKER_PLAIN, false);
+	struct pick_env e = env_for("m");
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	g.policy.ops = &counting_ops;
+	struct pick out;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_NO_CANDIDATES);
+	ck_assert_int_eq(calls, 0);
+	/* its first successful probe */
+	ck_assert_int_eq(statebus_worker_set_health(fx.r, a, rfx_gen(&fx, a), true, RF_NOW, 0), SY_OK);
+	e = env_for("m");
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://a");
+}
+END_TEST
+
+START_TEST(test_open_breaker_is_a_filter_and_one_pick_gets_the_half_open_probe)
+{
+	uint32_t sl[3];
+	fleet3(sl);
+	uint32_t ga = rfx_gen(&fx, sl[0]);
+	for (int i = 0; i < 3; i++)
+		statebus_breaker_report(fx.r, sl[0], ga, 3, STATEBUS_CB_FAILURE, RF_NOW - COOL_NS + 5);
+	struct pick_env e = env_for("m");
+	e.cb_cool_down_ns = COOL_NS;
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	g.policy.ops = &counting_ops;
+	struct pick out;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://b"); /* open: no candidate */
+	ck_assert_uint_eq(e.skipped_breaker, 1);
+	ck_assert(!out.worker->cb_probe);
+	/* breakers off (cool-down 0): its state is ignored */
+	e = env_for("m");
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://a");
+	/* after the cool-down: the first pick carries the probe... */
+	e = env_for("m");
+	e.cb_cool_down_ns = COOL_NS;
+	e.now_ns = RF_NOW + 10;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://a");
+	ck_assert(out.worker->cb_probe);
+	/* ...and while it is out the worker is left out again */
+	e = env_for("m");
+	e.cb_cool_down_ns = COOL_NS;
+	e.now_ns = RF_NOW + 11;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://b");
+}
+END_TEST
+
+/* A policy that, like another router process between the filter and the
+ * probe CAS, takes the half-open probe of cands[0] before answering it. */
+static enum pick_outcome racing_pick(struct policy *p, struct pick_ctx *ctx, struct pick *out)
+{
+	(void)p;
+	calls++;
+	const struct engine_candidate *c = &ctx->cands[0];
+	if (c->cb_probe)
+		ck_assert(statebus_breaker_take_probe(fx.r, c->slot, c->generation, ctx->now_ns,
+						      COOL_NS));
+	out->worker = c;
+	out->reason = "test";
+	return PICK_OK;
+}
+
+static const struct policy_ops racing_ops = {.name = "racing", .pick = racing_pick};
+
+START_TEST(test_probe_lost_to_another_process_asks_the_policy_again)
+{
+	uint32_t sl[3];
+	fleet3(sl);
+	uint32_t ga = rfx_gen(&fx, sl[0]);
+	for (int i = 0; i < 3; i++)
+		statebus_breaker_report(fx.r, sl[0], ga, 3, STATEBUS_CB_FAILURE, RF_NOW - COOL_NS);
+	struct pick_env e = env_for("m");
+	e.cb_cool_down_ns = COOL_NS;
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	g.policy.ops = &racing_ops;
+	struct pick out;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://b");
+	ck_assert(!out.worker->cb_probe);
+	ck_assert_int_eq(calls, 2);
+	ck_assert_uint_eq(e.skipped_breaker, 1);
+}
+END_TEST
+
+START_TEST(test_excluded_workers_are_no_candidates)
+{
+	uint32_t sl[3];
+	fleet3(sl);
+	struct worker_exclude ex = {.n = 2, .slots = {sl[0], sl[1]}};
+	struct pick_env e = env_for("m");
+	e.exclude = &ex;
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	g.policy.ops = &counting_ops;
+	struct pick out;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_OK);
+	ck_assert_int_eq(calls, 1);
+	ck_assert_str_eq(out.worker->id, "http://c"); /* cands[0]: the only candidate */
+	ex.slots[ex.n++] = sl[2];
+	e = env_for("m");
+	e.exclude = &ex;
+	ck_assert_int_eq(engine_group_pick(&g, &e, "x", NULL, &out), PICK_NO_CANDIDATES);
+	ck_assert_int_eq(calls, 1); /* the policy is not asked */
+	ck_assert(worker_exclude_has(&ex, sl[1]));
+	ck_assert(!worker_exclude_has(NULL, sl[1]));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("buckets");
@@ -358,6 +525,15 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_foreign_pick_with_a_candidates_id_is_outside_candidates_scenario5);
 	tcase_add_test(tc, test_pick_of_a_worker_removed_since_the_snapshot_is_stale_not_outside);
 	tcase_add_test(tc, test_candidates_are_sorted_by_id_not_by_slot);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("health filter");
+	tcase_add_checked_fixture(tc, gsetup, gteardown);
+	tcase_add_test(tc, test_passively_down_worker_is_no_candidate_in_any_process);
+	tcase_add_test(tc, test_stalled_worker_is_left_out_whatever_the_policy_prefers);
+	tcase_add_test(tc, test_unknown_worker_never_probed_is_no_candidate);
+	tcase_add_test(tc, test_open_breaker_is_a_filter_and_one_pick_gets_the_half_open_probe);
+	tcase_add_test(tc, test_probe_lost_to_another_process_asks_the_policy_again);
+	tcase_add_test(tc, test_excluded_workers_are_no_candidates);
 	suite_add_tcase(s, tc);
 	return s;
 }
