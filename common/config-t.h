@@ -149,6 +149,10 @@ struct sy_config_router {
 	int cb_cool_down_secs;     /* open → half-open after this long */
 	bool retry_once;           /* one re-dispatch (plain only) before any byte
 	                              reached the client */
+	int stall_timeout_secs;    /* streamed requests in flight, no byte from
+	                              the engine for this long → stalled, left
+	                              out of selection (router/dispatch/stall.h);
+	                              0 = no stall detection */
 	int health_unknown_grace_secs; /* without a statebus: seconds after the
 	                              master starts during which a worker not
 	                              yet probed is picked (0 = never) */

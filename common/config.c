@@ -386,6 +386,7 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_INT_F(R, cb_cool_down_secs, 1, 86400, 30, 0),
 	SY_CFG_BOOL_F(R, retry_once, false),
 	SY_CFG_INT_F(R, health_unknown_grace_secs, 0, 3600, 0, 0),
+	SY_CFG_INT_F(R, stall_timeout_secs, 0, 86400, 5, 0),
 	SY_CFG_STR_F(R, override_sampling_params, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_ENUM_F(R, sampling_param_conflict, sampling_conflict_names, SY_SAMPLING_REJECT),
 	SY_CFG_INT_F(R, max_connections_per_worker, 1, 65536, 256, 0),

@@ -36,7 +36,7 @@
  *              access_log, admin_api_key, stream_idle_timeout_secs: 180,
  *              no_decision_headers: false, cb_threshold: 0 (off),
  *              cb_cool_down_secs: 30, retry_once: false,
- *              health_unknown_grace_secs: 0,
+ *              health_unknown_grace_secs: 0, stall_timeout_secs: 5,
  *              override_sampling_params (JSON object), sampling_param_conflict:
  *              reject|allow, max_connections_per_worker: 256,
  *              upstream_client: lean}

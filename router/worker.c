@@ -40,6 +40,7 @@
 #include "router/http/tls.h"
 #include "router/core/cmdline.h"
 #include "router/core/generation.h"
+#include "router/dispatch/stall.h"
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
 
@@ -364,7 +365,9 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 	rt_prefix_wait_open(gen);
 	rt_w.upstreams = rt_upstreams_create(statebus_workers_capacity(rt_w.region),
 					     (size_t)rt_w.gen->cfg.router.max_connections_per_worker);
-	if (rt_w.upstreams == NULL) {
+	if (rt_w.upstreams == NULL ||
+	    rt_stall_init(rt_w.loop, statebus_workers_capacity(rt_w.region),
+			  (uint64_t)rt_w.gen->cfg.router.stall_timeout_secs * 1000000000u) != SY_OK) {
 		sy_error("worker %u: out of memory", index);
 		return 1;
 	}

@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "router/core/buf.h"
+#include "router/dispatch/stall.h"
 #include "router/http/metrics.h"
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
@@ -54,6 +55,8 @@ struct fwd {
 	h2o_buffer_t *tail;         /* detached input at end of stream */
 	uint32_t guard_slot;        /* main target's in-flight guard */
 	bool guard_held;
+	bool stall_held;            /* counted by stall detection (a streamed
+				       request's exchange runs: stall.h) */
 	bool started;               /* the upstream head arrived */
 	bool res_started;           /* h2o_start_response was called */
 	bool send_in_flight;
@@ -105,6 +108,23 @@ static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 		f->guard_slot = slot;
 		f->guard_held = true;
 	}
+}
+
+/* Stall detection counts a streamed request while its exchange runs. */
+static void stall_begin(struct fwd *f, uint64_t now_ns)
+{
+	if (f->stall_held || !f->ir->pr.stream)
+		return;
+	f->stall_held = true;
+	rt_stall_begin(f->sel.worker.slot, f->sel.worker.generation, now_ns);
+}
+
+static void stall_end(struct fwd *f)
+{
+	if (!f->stall_held)
+		return;
+	f->stall_held = false;
+	rt_stall_end(f->sel.worker.slot);
 }
 
 /* ---- request head -------------------------------------------------------- */
@@ -285,6 +305,8 @@ static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
 	(void)headers, (void)n;
 	struct prefill *p = x->data;
 	p->status = status;
+	if (err == NULL)
+		rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
 	if (err != NULL || eos)
 		prefill_done(p, err);
 }
@@ -292,6 +314,8 @@ static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
 static void prefill_on_body(struct rt_exchange *x, const char *err)
 {
 	struct prefill *p = x->data;
+	if (x->body->size > 0)
+		rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
 	h2o_buffer_consume(&x->body, x->body->size);
 	if (err != NULL)
 		prefill_done(p, err == rt_exchange_eos ? NULL : err);
@@ -454,6 +478,7 @@ static bool try_retry(struct fwd *f, const char *msg)
 	sy_info("retrying on another worker after: %s", msg);
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
 	guard_release(f);
+	stall_end(f);
 	rt_exchange_cancel(&f->ux);
 	breaker_release(&f->sel.worker);
 	f->sel = next;
@@ -466,6 +491,7 @@ static bool try_retry(struct fwd *f, const char *msg)
 static void fail_before_head(struct fwd *f, int status, const char *code, const char *msg,
 			     bool report)
 {
+	stall_end(f);
 	if (report)
 		breaker_report(f, STATEBUS_CB_FAILURE);
 	record_worker_outcome(f, RT_OUT_ERROR);
@@ -491,6 +517,7 @@ static void on_idle_timeout(h2o_timeout_entry_t *e)
 {
 	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, idle_timer));
 	rt_exchange_cancel(&f->ux);
+	stall_end(f);
 	sy_warn("stream idle timeout at %s", f->sel.worker.id);
 	f->idle_timed_out = true;
 	f->eos = true;
@@ -515,6 +542,10 @@ static void arm_idle(struct fwd *f)
 static void on_body(struct rt_exchange *x, const char *err)
 {
 	struct fwd *f = x->data;
+	if (x->body->size > 0)
+		rt_stall_byte(f->sel.worker.slot, f->sel.worker.generation, sy_mono_ns());
+	if (err != NULL)
+		stall_end(f);
 	if (!f->ttft_done && x->body->size > 0) {
 		f->ttft_done = true;
 		rt_metrics_ttft(rt_w.metrics, rt_w.index, sy_mono_ns() - f->t_start);
@@ -578,6 +609,9 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 		return;
 	}
 	uint64_t now = sy_mono_ns();
+	rt_stall_byte(f->sel.worker.slot, f->sel.worker.generation, now);
+	if (eos)
+		stall_end(f);
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_TTFB, now - f->t_dispatch);
 	f->status = status;
 	if (status == 429 || status == 503)
@@ -673,6 +707,7 @@ static void fwd_connect(struct fwd *f)
 		return;
 	}
 	guard_acquire(f, f->sel.worker.slot, now);
+	stall_begin(f, now);
 	f->head = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
 			     f->sel.pd ? f->sel.worker.id : NULL);
 	f->t_dispatch = f->t_connect_start = now;
@@ -692,6 +727,7 @@ static void fwd_dispose(void *p)
 	else if (!f->started && f->attempts > 0 && f->guard_held)
 		record_worker_outcome(f, RT_OUT_CANCELLED);
 	guard_release(f);
+	stall_end(f);
 	breaker_release(&f->sel.worker);
 	breaker_release(&f->sel.prefill);
 	uint64_t dur = sy_mono_ns() - f->t_start;

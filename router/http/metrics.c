@@ -502,6 +502,23 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			     "check passed.\n# TYPE switchyard_worker_health gauge\n");
 	rt_buf_puts(&cbs, "# HELP switchyard_worker_cb_state Circuit breaker: 0 closed, 1 open, "
 			  "2 half-open.\n# TYPE switchyard_worker_cb_state gauge\n");
+	/* The region's health table (statebus/health.c), one family each. */
+	static const char *const hfam[] = {
+		"# HELP switchyard_worker_passive_down 1 while a router marked the worker down "
+		"(connect failure, reset, timeout) and no probe has passed since.\n"
+		"# TYPE switchyard_worker_passive_down gauge\n",
+		"# HELP switchyard_worker_stalled 1 while the worker is stalled (streamed requests in "
+		"flight, no byte for the stall timeout).\n# TYPE switchyard_worker_stalled gauge\n",
+		"# HELP switchyard_worker_passive_down_total Passive down marks of the worker.\n"
+		"# TYPE switchyard_worker_passive_down_total counter\n",
+		"# HELP switchyard_worker_stalls_total Stalls detected on the worker.\n"
+		"# TYPE switchyard_worker_stalls_total counter\n",
+		"# HELP switchyard_worker_recoveries_total Down marks and stalls cleared by a "
+		"passing probe.\n# TYPE switchyard_worker_recoveries_total counter\n",
+	};
+	struct rt_buf hb[5] = {{0}};
+	for (int i = 0; i < 5; i++)
+		rt_buf_puts(&hb[i], hfam[i]);
 	uint64_t n_workers[3] = {0, 0, 0};
 	int64_t active = 0;
 	uint32_t cap = region ? statebus_workers_capacity(region) : 0;
@@ -539,6 +556,18 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		rt_buf_printf(&health, "switchyard_worker_health{%s} %d\n", l, w.healthy ? 1 : 0);
 		if (cb_state)
 			rt_buf_printf(&cbs, "switchyard_worker_cb_state{%s} %d\n", l, cb_state(slot));
+		struct statebus_health h;
+		if (statebus_health_read(region, slot, &h) != SY_OK || h.worker_gen != w.generation)
+			memset(&h, 0, sizeof(h));
+		rt_buf_printf(&hb[0], "switchyard_worker_passive_down{%s} %d\n", l,
+			      h.down_since_ns != 0);
+		rt_buf_printf(&hb[1], "switchyard_worker_stalled{%s} %d\n", l, h.stalled_since_ns != 0);
+		rt_buf_printf(&hb[2], "switchyard_worker_passive_down_total{%s} %llu\n", l,
+			      (unsigned long long)h.downs);
+		rt_buf_printf(&hb[3], "switchyard_worker_stalls_total{%s} %llu\n", l,
+			      (unsigned long long)h.stalls);
+		rt_buf_printf(&hb[4], "switchyard_worker_recoveries_total{%s} %llu\n", l,
+			      (unsigned long long)h.recoveries);
 		rt_buf_free(&lab);
 	}
 	if (gauges.p)
@@ -547,6 +576,13 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		rt_buf_put(&b, health.p, health.n);
 	if (cb_state && cbs.p)
 		rt_buf_put(&b, cbs.p, cbs.n);
+	for (int i = 0; i < 5; i++) {
+		if (hb[i].p)
+			rt_buf_put(&b, hb[i].p, hb[i].n);
+		if (hb[i].oom)
+			b.oom = true;
+		rt_buf_free(&hb[i]);
+	}
 	if (gauges.oom || health.oom || cbs.oom)
 		b.oom = true;
 	rt_buf_free(&gauges);
