@@ -114,6 +114,9 @@ struct sy_config_tokenizer {
 	struct sy_config_mark mark;
 };
 
+/* Most re-dispatches of one request (router.retry_max_retries). */
+#define WORKER_RETRIES_MAX 15
+
 struct sy_config_router {
 	char *host;                /* listen address */
 	int port;                  /* listen port, 1..65535 */
@@ -149,6 +152,19 @@ struct sy_config_router {
 	int cb_cool_down_secs;     /* open → half-open after this long */
 	bool retry_once;           /* one re-dispatch (plain only) before any byte
 	                              reached the client */
+	int retry_max_retries;     /* re-dispatches of a request that failed before
+	                              any byte reached the client, each to a worker
+	                              not tried yet (SMG --retry-max-retries); the
+	                              effective count after sy_config_finish
+	                              (retry_once → 1, disable_retries → 0; default
+	                              0: retries are opt-in) */
+	int retry_initial_backoff_ms; /* wait before the first retry */
+	int retry_max_backoff_ms;  /* cap of the wait */
+	double retry_backoff_multiplier; /* growth of the wait per retry (≥ 1) */
+	double retry_jitter_factor; /* the wait is scaled by 1 ± this × uniform(0,1) */
+	bool disable_retries;      /* SMG --disable-retries: no retry at all */
+	int upstream_pool_idle_timeout_secs; /* idle keep-alive upstream sockets are
+	                              closed after this long (0 = not kept) */
 	int stall_timeout_secs;    /* streamed requests in flight, no byte from
 	                              the engine for this long → stalled, left
 	                              out of selection (router/dispatch/stall.h);

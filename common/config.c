@@ -385,6 +385,13 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_INT_F(R, cb_threshold, 0, 1000000, 0, 0),
 	SY_CFG_INT_F(R, cb_cool_down_secs, 1, 86400, 30, 0),
 	SY_CFG_BOOL_F(R, retry_once, false),
+	SY_CFG_INT_F(R, retry_max_retries, 0, WORKER_RETRIES_MAX, -1, 0),
+	SY_CFG_INT_F(R, retry_initial_backoff_ms, 0, 60000, 50, 0),
+	SY_CFG_INT_F(R, retry_max_backoff_ms, 0, 3600000, 30000, 0),
+	SY_CFG_DOUBLE_F(R, retry_backoff_multiplier, 1.0, 100.0, 1.5),
+	SY_CFG_DOUBLE_F(R, retry_jitter_factor, 0.0, 1.0, 0.2),
+	SY_CFG_BOOL_F(R, disable_retries, false),
+	SY_CFG_INT_F(R, upstream_pool_idle_timeout_secs, 0, 3600, 3, 0),
 	SY_CFG_INT_F(R, health_unknown_grace_secs, 0, 3600, 0, 0),
 	SY_CFG_INT_F(R, stall_timeout_secs, 0, 86400, 5, 0),
 	SY_CFG_STR_F(R, override_sampling_params, NULL, SY_CFG_NULLABLE, NULL),
@@ -978,6 +985,38 @@ static int finish_buckets(struct sy_config *cfg, struct sy_config_error *err)
 	return SY_OK;
 }
 
+/* Retries: --retry-once is --retry-max-retries 1; --disable-retries is 0.
+ * Settings that contradict each other are refused, naming both. Afterwards
+ * router.retry_max_retries is the effective count (≥ 0). */
+static int finish_retries(struct sy_config *cfg, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	struct sy_config_router *r = &cfg->router;
+	if (r->disable_retries && (r->retry_once || r->retry_max_retries > 0)) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.disable_retries",
+			     "conflicts with %s; keep one of them",
+			     r->retry_once ? "router.retry_once" : "router.retry_max_retries");
+		return SY_ECONFIG;
+	}
+	if (r->retry_once && r->retry_max_retries >= 0 && r->retry_max_retries != 1) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.retry_once",
+			     "means retry_max_retries 1 but retry_max_retries is %d; keep one of them",
+			     r->retry_max_retries);
+		return SY_ECONFIG;
+	}
+	if (r->retry_max_backoff_ms < r->retry_initial_backoff_ms) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, "router.retry_max_backoff_ms",
+			     "%d is below router.retry_initial_backoff_ms %d; raise it or lower the "
+			     "initial backoff", r->retry_max_backoff_ms, r->retry_initial_backoff_ms);
+		return SY_ECONFIG;
+	}
+	if (r->retry_max_retries < 0)
+		r->retry_max_retries = r->retry_once ? 1 : 0;
+	if (r->disable_retries)
+		r->retry_max_retries = 0;
+	return SY_OK;
+}
+
 int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 {
 	static const struct sy_config_mark none = {0, 0};
@@ -1064,6 +1103,8 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 			     "router.tokenizer.path", "required when router.tokenizer.kind is hf");
 		return SY_ECONFIG;
 	}
+	if ((rc = finish_retries(cfg, err)) != SY_OK)
+		return rc;
 	if ((rc = finish_policy(cfg, err)) != SY_OK)
 		return rc;
 	if ((rc = check_cache_policy(cfg, NULL, SY_ROLE_PLAIN, "policy", cfg->policy.mark, err)) !=

@@ -37,6 +37,10 @@
  *              no_decision_headers: false, cb_threshold: 0 (off),
  *              cb_cool_down_secs: 30, retry_once: false,
  *              health_unknown_grace_secs: 0, stall_timeout_secs: 5,
+ *              retry_max_retries: 0 (retry_once: 1), retry_initial_backoff_ms: 50,
+ *              retry_max_backoff_ms: 30000, retry_backoff_multiplier: 1.5,
+ *              retry_jitter_factor: 0.2, disable_retries: false,
+ *              upstream_pool_idle_timeout_secs: 3,
  *              override_sampling_params (JSON object), sampling_param_conflict:
  *              reject|allow, max_connections_per_worker: 256,
  *              upstream_client: lean}

@@ -295,6 +295,8 @@ static int open_region(void)
 	return rc;
 }
 
+static void on_pool_replaced(void) { rt_metrics_pool_replaced(rt_w.metrics, rt_w.index); }
+
 static void setup_h2o(void)
 {
 	const struct sy_config_router *rc = &rt_w.gen->cfg.router;
@@ -320,7 +322,8 @@ static void setup_h2o(void)
 	h2o_timeout_init(rt_w.loop, &rt_w.head_timeout, head_ms);
 	h2o_timeout_init(rt_w.loop, &rt_w.idle_timeout, idle_ms);
 	h2o_timeout_init(rt_w.loop, &rt_w.prefill_timeout, head_ms + idle_ms);
-	rt_client_init(rt_w.loop, 2000); /* idle keep-alive sockets: 2 s */
+	rt_client_init(rt_w.loop, (uint64_t)rc->upstream_pool_idle_timeout_secs * 1000,
+		       on_pool_replaced);
 }
 
 int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int argc, char **argv)

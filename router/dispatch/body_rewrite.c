@@ -155,7 +155,7 @@ static void pd_field(struct out *o, const char *name, size_t len, unsigned batch
 		*o->p++ = '[';
 }
 
-static void put_pd(struct out *o, const struct body_rewrite *rw, unsigned batch)
+static void put_pd(struct out *o, struct body_rewrite *rw, unsigned batch)
 {
 	pd_field(o, SY_LIT("bootstrap_host"), batch);
 	*o->p++ = '"';
@@ -186,13 +186,16 @@ static void put_pd(struct out *o, const struct body_rewrite *rw, unsigned batch)
 	for (unsigned k = 0; k < batch; k++) {
 		if (k > 0)
 			*o->p++ = ',';
-		put_u64(o, body_rewrite_room());
+		uint64_t room = body_rewrite_room();
+		if (k == 0)
+			rw->room = room;
+		put_u64(o, room);
 	}
 	if (batch > 1)
 		*o->p++ = ']';
 }
 
-size_t body_rewrite_build(const struct body_rewrite *rw, const char *body,
+size_t body_rewrite_build(struct body_rewrite *rw, const char *body,
 			  const struct pick_request *req, char *out)
 {
 	const struct sampling_override *ov = has_override(rw) ? rw->sampling : NULL;

@@ -42,6 +42,7 @@ struct body_rewrite {
 				       host, pd_host_len bytes (escaped on output) */
 	size_t pd_host_len;
 	uint16_t pd_port;           /* prefill bootstrap port; 0 → null */
+	uint64_t room;              /* out: the first bootstrap_room written (PD), for logs */
 };
 
 /* Whether `rw` changes anything (false: forward the body as it came). */
@@ -66,9 +67,9 @@ size_t body_rewrite_bound(const struct body_rewrite *rw, const struct pick_reque
 			  size_t len);
 
 /* Writes the forwarded body of `req` (prepared from `body`) into `out`
- * (body_rewrite_bound() bytes) and returns its length. Does not check
- * conflicts (body_rewrite_check). */
-size_t body_rewrite_build(const struct body_rewrite *rw, const char *body,
+ * (body_rewrite_bound() bytes) and returns its length; sets rw->room to the
+ * first fresh room in PD. Does not check conflicts (body_rewrite_check). */
+size_t body_rewrite_build(struct body_rewrite *rw, const char *body,
 			  const struct pick_request *req, char *out);
 
 #endif

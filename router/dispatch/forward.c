@@ -1,11 +1,23 @@
-/* forward.c — the upstream path of a selection (see forward.h), over an
- * exchange of the upstream client (router/upstream/client.h).
+/* forward.c — the upstream path of a selection (see forward.h), over
+ * exchanges of the upstream client (router/upstream/client.h); the PD
+ * prefill leg is pd.c.
  *
- * One struct fwd per client request, allocated in the request's pool with a
- * dispose callback (h2o_mem_alloc_shared): whatever ends the request —
- * completion, error, client cancel — h2o clears the pool and fwd_dispose()
- * releases the upstream exchange, the timer, the in-flight guards and the
- * generation reference, in one place.
+ * One struct fwd per client request (forward-int.h), allocated in the
+ * request's pool with a dispose callback (h2o_mem_alloc_shared): whatever
+ * ends the request — completion, error, client cancel — h2o clears the
+ * pool and fwd_dispose() releases the upstream exchange, the timers, the
+ * in-flight guards, the client watch and the generation reference, in one
+ * place.
+ *
+ * Attempts: attempt_start() runs the current selection (plain: one
+ * exchange; PD: pd.c). A failure before any byte reached the client goes
+ * through rt_fwd_fail(): with retries left (router.retry_max_retries) the
+ * failed worker joins f->ex, selection runs again without it (its filter
+ * leaves excluded workers out), the body is rebuilt for the new selection
+ * and the next attempt starts after the backoff (a 10 ms tick checks the
+ * due time, so no attempt starts from inside the callback that failed);
+ * otherwise the error is answered. A PD attempt is retried only while
+ * neither leg was sent.
  *
  * Response body flow (one send in flight, as h2o requires):
  *   on_body: data accumulates in the exchange's body buffer; if nothing is
@@ -14,13 +26,21 @@
  *            if more arrived meanwhile, swap and send again.
  *   end:     at end of stream the remaining bytes are detached (`tail`) and
  *            sent with FINAL (ERROR if the upstream body broke off).
- * The response is started (h2o_start_response) with the first bytes or the
- * end, not with the upstream head: a body that breaks off before its first
- * byte still gets a proper error (502 upstream_body_incomplete).
+ * A streamed (text/event-stream) response is started with its first bytes;
+ * any other body is held until it is complete (up to router.max_body_bytes,
+ * past which it is passed on as it comes), so a body that breaks off gets
+ * a proper 502 upstream_body_incomplete instead of a truncated 200.
+ *
+ * Client gone: HTTP/2 disposes the request at once; HTTP/1 is watched
+ * (router/http/client_watch.h) and client_gone() aborts the upstream
+ * request(s) — a closed connection is SGLang's abort — releases the guards
+ * and answers 499 to nobody (or cuts a started response). Outcome
+ * `cancelled`.
  */
 #include "router/http/response.h"
 #include "router/http/access_log.h"
 #include "router/dispatch/forward.h"
+#include "router/dispatch/forward-int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,65 +49,28 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "router/core/buf.h"
+#include "router/policies/policy.h"
 #include "router/dispatch/stall.h"
 #include "router/http/metrics.h"
-#include "router/upstream/client.h"
-#include "router/upstream/pool.h"
 
 /* Largest upstream response head passed on (bytes, names + values). */
 #define RT_MAX_UPSTREAM_HEAD_BYTES 65536
 
-struct fwd {
-	h2o_req_t *req;             /* NULL once disposed */
-	struct router_gen *gen;         /* reference */
-	enum route route;
-	struct infer_request *ir;
-	struct selection sel;
-	uint64_t t_selected;        /* selection's end: first attempt's dispatch stamp */
-	struct worker_exclude ex;
-	h2o_iovec_t body;
-	h2o_iovec_t head;           /* request head (pool) */
-	struct rt_upstream *up;
-	struct rt_exchange ux;      /* the upstream exchange (its head timer: --request-timeout-secs) */
-	h2o_timeout_entry_t idle_timer;
-	h2o_generator_t generator;  /* first member used by h2o: must stay first of its own */
-	h2o_buffer_t *sending;      /* swapped-out data h2o is sending */
-	h2o_buffer_t *tail;         /* detached input at end of stream */
-	uint32_t guard_slot;        /* main target's in-flight guard */
-	bool guard_held;
-	bool stall_held;            /* counted by stall detection (a streamed
-				       request's exchange runs: stall.h) */
-	bool started;               /* the upstream head arrived */
-	bool res_started;           /* h2o_start_response was called */
-	bool send_in_flight;
-	bool eos;                   /* upstream finished (or was cut) */
-	bool body_error;            /* upstream body broke off */
-	bool idle_timed_out;
-	bool final_sent;
-	bool streaming;             /* text/event-stream */
-	bool ttft_done;
-	int status;                 /* upstream status */
-	unsigned attempts;
-	uint64_t t_start, t_dispatch, t_connect_start;
-	uint64_t bytes_out;
-};
+/* Period of the backoff tick (ms). */
+#define RETRY_TICK_MS 10
 
-/* Detached PD prefill request: malloc'd, lives until its upstream ends. */
-struct prefill {
-	struct rt_exchange ux;
-	h2o_timeout_entry_t timer;
-	char *mem;                  /* request head + body */
-	struct selected_worker w;   /* the prefill worker (copy) */
-	int cb_threshold;
-	int status;
-};
+static h2o_timeout_t retry_tick;
+static bool retry_tick_ready;
 
-static void fwd_connect(struct fwd *f);
+static void attempt_start(struct fwd *f);
+static void do_send(struct fwd *f);
 
 static struct fwd *fwd_of_generator(h2o_generator_t *g)
 {
 	return (struct fwd *)((char *)g - offsetof(struct fwd, generator));
 }
+
+static uint64_t since_start(const struct fwd *f) { return sy_mono_ns() - f->t_start; }
 
 /* ---- guards ------------------------------------------------------------ */
 
@@ -125,6 +108,15 @@ static void stall_end(struct fwd *f)
 		return;
 	f->stall_held = false;
 	rt_stall_end(f->sel.worker.slot);
+}
+
+void rt_fwd_release_main(struct fwd *f)
+{
+	rt_exchange_cancel(&f->ux);
+	if (h2o_timeout_is_linked(&f->idle_timer))
+		h2o_timeout_unlink(&f->idle_timer);
+	stall_end(f);
+	guard_release(f);
 }
 
 /* ---- request head -------------------------------------------------------- */
@@ -217,14 +209,16 @@ static h2o_iovec_t route_path(enum route r)
 	}
 }
 
+h2o_iovec_t rt_fwd_head(struct fwd *f, const struct rt_upstream *up, const char *decode_url)
+{
+	return build_head(f->req, &f->req->pool, up, route_path(f->route), f->body.len, decode_url);
+}
+
 /* ---- health and breakers ------------------------------------------------- */
 
-/* Feeds the attempt's result to the worker's breaker in the region (shared
- * by every router process); the attempt's probe, if it carried one, is
- * thereby answered. */
-static void breaker_report_w(struct selected_worker *w, int threshold, enum statebus_cb_result r)
+void rt_fwd_breaker(struct selected_worker *w, int threshold, enum statebus_cb_result r)
 {
-	w->cb_probe = false;
+	w->cb_probe = false; /* answered */
 	if (rt_w.region)
 		statebus_breaker_report(rt_w.region, w->slot, w->generation, (uint32_t)threshold, r,
 					sy_mono_ns());
@@ -232,11 +226,10 @@ static void breaker_report_w(struct selected_worker *w, int threshold, enum stat
 
 static void breaker_report(struct fwd *f, enum statebus_cb_result r)
 {
-	breaker_report_w(&f->sel.worker, f->gen->cfg.router.cb_threshold, r);
+	rt_fwd_breaker(&f->sel.worker, f->gen->cfg.router.cb_threshold, r);
 }
 
-/* A probe the attempt carries but will not answer (cancelled, moved on). */
-static void breaker_release(struct selected_worker *w)
+void rt_fwd_breaker_release(struct selected_worker *w)
 {
 	if (w->cb_probe && rt_w.region)
 		statebus_breaker_release_probe(rt_w.region, w->slot, w->generation, w->cb_probe_ns);
@@ -246,7 +239,7 @@ static void breaker_release(struct selected_worker *w)
 /* Passive health: a connect failure, a close before the first response
  * byte or a head timeout marks the worker down in the region at once, so
  * every router process leaves it out until an active probe passes. */
-static void passive_down(const struct selected_worker *w, const char *err)
+void rt_fwd_passive_down(const struct selected_worker *w, const char *err)
 {
 	enum statebus_down_reason why = err == rt_exchange_connect_failed ? STATEBUS_DOWN_CONNECT
 					: err == rt_exchange_closed	  ? STATEBUS_DOWN_RESET
@@ -259,100 +252,9 @@ static void passive_down(const struct selected_worker *w, const char *err)
 			w->id, err);
 }
 
-/* ---- PD prefill (detached) ------------------------------------------------ */
-
-static void prefill_done(struct prefill *p, const char *err)
+static void record_worker_outcome(struct fwd *f, enum rt_outcome o)
 {
-	rt_exchange_dispose(&p->ux);
-	if (h2o_timeout_is_linked(&p->timer))
-		h2o_timeout_unlink(&p->timer);
-	if (rt_w.region)
-		statebus_inflight_release(rt_w.region, rt_w.proc_slot, p->w.slot);
-	if (err != NULL) {
-		sy_warn("PD prefill at %s failed: %s (decode will time out on the room)", p->w.id, err);
-		passive_down(&p->w, err);
-		breaker_report_w(&p->w, p->cb_threshold, STATEBUS_CB_FAILURE);
-		rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, RT_OUT_ERROR);
-	} else {
-		breaker_report_w(&p->w, p->cb_threshold,
-				 p->status == 429 || p->status == 503 ? STATEBUS_CB_BACKPRESSURE
-				 : p->status >= 500		      ? STATEBUS_CB_FAILURE
-								      : STATEBUS_CB_SUCCESS);
-		rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, rt_outcome_of_status(p->status));
-		if (p->status >= 400)
-			sy_warn("PD prefill at %s answered %d", p->w.id, p->status);
-	}
-	rt_w.active_requests--;
-	free(p->mem);
-	free(p);
-}
-
-static void prefill_on_timeout(h2o_timeout_entry_t *e)
-{
-	struct prefill *p = (struct prefill *)((char *)e - offsetof(struct prefill, timer));
-	prefill_done(p, "timeout");
-}
-
-static void prefill_on_connect(struct rt_exchange *x, const char *err)
-{
-	if (err != NULL)
-		prefill_done(x->data, err);
-}
-
-static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
-			    const h2o_header_t *headers, size_t n, bool eos)
-{
-	(void)headers, (void)n;
-	struct prefill *p = x->data;
-	p->status = status;
-	if (err == NULL)
-		rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
-	if (err != NULL || eos)
-		prefill_done(p, err);
-}
-
-static void prefill_on_body(struct rt_exchange *x, const char *err)
-{
-	struct prefill *p = x->data;
-	if (x->body->size > 0)
-		rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
-	h2o_buffer_consume(&x->body, x->body->size);
-	if (err != NULL)
-		prefill_done(p, err == rt_exchange_eos ? NULL : err);
-}
-
-static const struct rt_exchange_cb prefill_cb = {prefill_on_connect, prefill_on_head, prefill_on_body};
-
-static void prefill_start(struct fwd *f, h2o_iovec_t head_in_pool)
-{
-	const char *why = NULL;
-	struct rt_upstream *up =
-		rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot, f->sel.prefill.id, &why);
-	struct prefill *p = calloc(1, sizeof(*p));
-	if (up == NULL || p == NULL) {
-		sy_warn("PD prefill at %s not sent: %s", f->sel.prefill.id, why ? why : "out of memory");
-		free(p);
-		return;
-	}
-	/* The prefill outlives the client request: own copies. */
-	p->mem = malloc(head_in_pool.len + f->body.len);
-	if (p->mem == NULL) {
-		free(p);
-		return;
-	}
-	memcpy(p->mem, head_in_pool.base, head_in_pool.len);
-	memcpy(p->mem + head_in_pool.len, f->body.base, f->body.len);
-	p->w = f->sel.prefill;
-	f->sel.prefill.cb_probe = false; /* the prefill answers it now */
-	p->cb_threshold = f->gen->cfg.router.cb_threshold;
-	if (rt_w.region)
-		statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->w.slot, sy_mono_ns());
-	rt_w.active_requests++;
-	p->timer.cb = prefill_on_timeout;
-	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
-	rt_exchange_init(&p->ux, &prefill_cb, p);
-	rt_exchange_start(&p->ux, up, h2o_iovec_init(p->mem, head_in_pool.len),
-			  h2o_iovec_init(p->mem + head_in_pool.len, f->body.len), NULL);
+	rt_metrics_worker(rt_w.metrics, rt_w.index, f->sel.worker.slot, o);
 }
 
 /* ---- response to the client ---------------------------------------------- */
@@ -380,17 +282,26 @@ static void decision_headers(struct fwd *f)
 		add_header_str(req, H2O_STRLIT("x-switchyard-prefill-worker"), f->sel.prefill.id);
 }
 
-/* The upstream body broke off before its first byte: the prepared response
- * is dropped and an error sent instead (nothing has reached the client).
- * A stream idle timeout keeps cutting the started response instead. */
+/* Ends the response with an error instead of the prepared one (nothing
+ * has reached the client): the upstream body broke off before it was
+ * complete (held body) or before its first byte. */
 static void fail_before_body(struct fwd *f)
 {
 	h2o_req_t *req = f->req;
 	f->final_sent = true;
-	f->status = 502;
 	req->res.headers = (h2o_headers_t){NULL, 0, 0};
 	req->res.content_length = SIZE_MAX;
-	rt_send_errorf(req, f->route, 502, "upstream_body_incomplete", "the worker's response broke off before its body");
+	if (f->idle_timed_out) {
+		f->status = 504;
+		rt_send_dispatch_errorf(req, f->route, f->sel.worker.id, since_start(f), 504,
+					"upstream_timeout",
+					"the worker's response stalled for --stream-idle-timeout-secs");
+		return;
+	}
+	f->status = 502;
+	rt_send_dispatch_errorf(req, f->route, f->sel.worker.id, since_start(f), 502,
+				"upstream_body_incomplete",
+				"the worker's response broke off before its body was complete");
 }
 
 static void do_send(struct fwd *f)
@@ -401,22 +312,22 @@ static void do_send(struct fwd *f)
 	h2o_send_state_t st = H2O_SEND_STATE_IN_PROGRESS;
 	if (f->ux.active) {
 		h2o_buffer_t **in = &f->ux.body;
-		if ((*in)->size == 0)
+		if ((*in)->size == 0 || f->buffering)
 			return;
 		h2o_buffer_t *t = f->sending;
 		f->sending = *in;
 		*in = t;
 		iov = h2o_iovec_init(f->sending->bytes, f->sending->size);
 	} else if (f->eos) {
+		if (f->body_error && !f->res_started && (f->buffering || f->tail->size == 0)) {
+			fail_before_body(f);
+			return;
+		}
 		if (f->tail != NULL && f->tail->size != 0) {
 			h2o_buffer_t *t = f->sending;
 			f->sending = f->tail;
 			f->tail = t;
 			iov = h2o_iovec_init(f->sending->bytes, f->sending->size);
-		}
-		if (f->body_error && !f->res_started && iov.len == 0 && !f->idle_timed_out) {
-			fail_before_body(f);
-			return;
 		}
 		st = f->body_error ? H2O_SEND_STATE_ERROR : H2O_SEND_STATE_FINAL;
 		f->final_sent = true;
@@ -443,75 +354,194 @@ static void on_proceed(h2o_generator_t *g, h2o_req_t *req)
 	do_send(f);
 }
 
+/* The client went away: abort the upstream request(s) — a closed connection
+ * is the engine's abort — and release the guards. `answer`: the watch saw
+ * it (h2o did not), so the request still needs an ending: a 499 nobody
+ * reads, or the cut of a started response. */
+static void client_gone(struct fwd *f, bool answer)
+{
+	if (f->cancelled || f->req == NULL)
+		return;
+	f->cancelled = true;
+	bool running = !f->final_sent;
+	if (running) {
+		rt_metrics_client_cancel(rt_w.metrics, rt_w.index);
+		if (f->attempts > 0)
+			record_worker_outcome(f, RT_OUT_CANCELLED);
+		if (f->streaming)
+			rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_CLIENT_CANCEL);
+		sy_debug("client of a request to %s went away: upstream request aborted",
+			 f->sel.worker.id);
+	}
+	if (h2o_timeout_is_linked(&f->retry_timer))
+		h2o_timeout_unlink(&f->retry_timer);
+	rt_fwd_release_main(f);
+	rt_pd_abort(f);
+	rt_fwd_breaker_release(&f->sel.worker);
+	rt_fwd_breaker_release(&f->sel.prefill);
+	if (!answer || !running)
+		return;
+	if (!f->res_started) {
+		f->final_sent = true;
+		rt_send_dispatch_errorf(f->req, f->route, f->sel.worker.id, since_start(f), 499,
+					"client_closed_request", "the client closed the connection");
+		return;
+	}
+	f->eos = true;
+	f->body_error = true;
+	f->buffering = false;
+	do_send(f);
+}
+
+static void on_client_gone(struct rt_client_watch *w)
+{
+	client_gone(H2O_STRUCT_FROM_MEMBER(struct fwd, watch, w), true);
+}
+
 static void on_stop(h2o_generator_t *g, h2o_req_t *req)
 {
 	(void)req;
 	struct fwd *f = fwd_of_generator(g);
-	/* The client went away mid-response: abort the upstream (the pool
-	 * dispose that follows releases the rest). */
-	rt_exchange_cancel(&f->ux);
-	if (!f->final_sent && f->streaming)
-		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_CLIENT_CANCEL);
+	/* h2o stopped the response (the client went away mid-response) */
+	client_gone(f, false);
 	f->final_sent = true;
 }
 
-/* ---- upstream callbacks -------------------------------------------------- */
+/* ---- attempts and retries ------------------------------------------------ */
 
-static void record_worker_outcome(struct fwd *f, enum rt_outcome o)
+/* SMG's retryable statuses (408, 429, 500, 502, 503, 504). */
+static bool retryable_status(int status)
 {
-	rt_metrics_worker(rt_w.metrics, rt_w.index, f->sel.worker.slot, o);
+	return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
+	       status == 504;
 }
 
-/* Re-dispatches to another worker when --retry-once allows it (plain only,
- * first failure, nothing sent to the client yet). Returns true when a new
- * attempt is under way. */
-static bool try_retry(struct fwd *f, const char *msg)
+/* Wait before retry number `k` (1-based), ms: initial × multiplier^(k-1),
+ * at most the maximum, scaled by 1 ± jitter × uniform(0, 1). */
+static uint64_t backoff_ms(const struct sy_config_router *rc, unsigned k)
 {
-	if (!f->gen->cfg.router.retry_once || f->sel.pd || f->attempts >= 2 || f->req == NULL ||
-	    f->ex.n >= sizeof(f->ex.slots) / sizeof(f->ex.slots[0]))
+	double d = rc->retry_initial_backoff_ms;
+	for (unsigned i = 1; i < k && d < rc->retry_max_backoff_ms; i++)
+		d *= rc->retry_backoff_multiplier;
+	if (d > rc->retry_max_backoff_ms)
+		d = rc->retry_max_backoff_ms;
+	double u = (double)router_rng_below(1000001) / 1000000.0;
+	d *= 1.0 + rc->retry_jitter_factor * (2.0 * u - 1.0);
+	return d > 0 ? (uint64_t)d : 0;
+}
+
+static void on_retry_tick(h2o_timeout_entry_t *e)
+{
+	struct fwd *f = H2O_STRUCT_FROM_MEMBER(struct fwd, retry_timer, e);
+	if (sy_mono_ns() < f->retry_due_ns) {
+		h2o_timeout_link(rt_w.loop, &retry_tick, &f->retry_timer);
+		return;
+	}
+	f->sel = f->next;
+	rt_infer_predict(f->ir, &f->sel, sy_mono_ns());
+	attempt_start(f);
+}
+
+/* Another attempt after a failure of worker `failed` (`msg`), when the
+ * settings and the fleet allow: nothing reached the client, retries are
+ * left, and selection without the failed workers finds one. Returns true
+ * when the next attempt is scheduled. */
+static bool try_retry(struct fwd *f, const struct selected_worker *failed, const char *msg)
+{
+	const struct sy_config_router *rc = &f->gen->cfg.router;
+	if (f->req == NULL || f->cancelled || f->res_started ||
+	    (int)f->attempts > rc->retry_max_retries)
 		return false;
-	struct selection next;
+	if (!worker_exclude_has(&f->ex, failed->slot)) {
+		if (f->ex.n >= WORKER_EXCLUDE_MAX)
+			return false;
+		f->ex.slots[f->ex.n++] = failed->slot;
+	}
 	struct router_error err;
-	f->ex.slots[f->ex.n++] = f->sel.worker.slot;
-	if (rt_infer_select(f->gen, f->ir, &f->ex, 0, &next, &err) != 0 || next.pd)
+	if (rt_infer_select(f->gen, f->ir, &f->ex, 0, &f->next, &err) != 0)
 		return false;
-	sy_info("retrying on another worker after: %s", msg);
+	h2o_iovec_t body;
+	uint64_t room;
+	if (rt_infer_body(f->req, f->gen, f->ir, &f->next, &body, &room) != 0) {
+		rt_fwd_breaker_release(&f->next.worker);
+		rt_fwd_breaker_release(&f->next.prefill);
+		return false;
+	}
+	uint64_t wait = backoff_ms(rc, f->attempts);
+	sy_warn("attempt %u at %s failed before any byte reached the client (%s); retrying on %s "
+		"in %llu ms",
+		f->attempts, failed->id, msg, f->next.worker.id, (unsigned long long)wait);
 	rt_metrics_retry(rt_w.metrics, rt_w.index);
-	guard_release(f);
-	stall_end(f);
-	rt_exchange_cancel(&f->ux);
-	breaker_release(&f->sel.worker);
-	f->sel = next;
-	fwd_connect(f);
+	/* tear the failed attempt down */
+	rt_fwd_release_main(f);
+	rt_pd_abort(f);
+	rt_fwd_breaker_release(&f->sel.worker);
+	rt_fwd_breaker_release(&f->sel.prefill);
+	h2o_buffer_consume(&f->ux.body, f->ux.body->size);
+	f->started = f->d_connected = f->legs_sent = false;
+	f->streaming = f->buffering = f->eos = f->body_error = false;
+	f->status = 0;
+	f->req->res.headers = (h2o_headers_t){NULL, 0, 0};
+	f->req->res.content_length = SIZE_MAX;
+	f->body = body;
+	f->room = room;
+	if (!retry_tick_ready) {
+		h2o_timeout_init(rt_w.loop, &retry_tick, RETRY_TICK_MS);
+		retry_tick_ready = true;
+	}
+	f->retry_due_ns = sy_mono_ns() + wait * 1000000u;
+	h2o_timeout_link(rt_w.loop, &retry_tick, &f->retry_timer);
 	return true;
 }
 
-/* A failure before anything reached the client: retry once elsewhere when
- * allowed, else answer with the error. */
-static void fail_before_head(struct fwd *f, int status, const char *code, const char *msg,
-			     bool report)
+void rt_fwd_cut(struct fwd *f)
 {
-	stall_end(f);
-	if (report)
-		breaker_report(f, STATEBUS_CB_FAILURE);
-	record_worker_outcome(f, RT_OUT_ERROR);
-	if (f->req == NULL || try_retry(f, msg))
-		return;
-	guard_release(f);
-	rt_send_errorf(f->req, f->route, status, code, "%s", msg);
+	rt_fwd_release_main(f);
+	f->eos = true;
+	f->body_error = true;
+	f->buffering = false;
+	do_send(f);
 }
 
-/* The exchange failed before a response head: 504 when its head timeout
- * expired, else 502. */
+void rt_fwd_fail(struct fwd *f, const struct selected_worker *failed, bool retryable, int status,
+		 const char *code, const char *msg)
+{
+	stall_end(f);
+	if (f->req == NULL || f->cancelled || f->final_sent)
+		return;
+	if (retryable && try_retry(f, failed, msg))
+		return;
+	rt_fwd_release_main(f);
+	rt_pd_abort(f);
+	if (f->res_started) {
+		rt_fwd_cut(f);
+		return;
+	}
+	f->final_sent = true;
+	f->status = status;
+	rt_send_dispatch_errorf(f->req, f->route, failed->id, since_start(f), status, code, "%s",
+				msg);
+}
+
+/* The main exchange failed before a response head: 504 when its head
+ * timeout expired, else 502. */
 static void fail_exchange(struct fwd *f, const char *err)
 {
-	passive_down(&f->sel.worker, err);
+	/* a PD attempt is retried only while neither leg was sent */
+	bool retryable = !f->sel.pd || !f->legs_sent;
+	rt_fwd_passive_down(&f->sel.worker, err);
+	if (f->sel.pd)
+		rt_pd_decode_failed(f, f->legs_sent ? PD_STAGE_DECODE : PD_STAGE_DECODE_CONNECT, err);
+	breaker_report(f, STATEBUS_CB_FAILURE);
+	record_worker_outcome(f, RT_OUT_ERROR);
 	if (err == rt_exchange_timed_out)
-		fail_before_head(f, 504, "upstream_timeout",
-				 "the worker did not answer within --request-timeout-secs", true);
+		rt_fwd_fail(f, &f->sel.worker, retryable, 504, "upstream_timeout",
+			    "the worker did not answer within --request-timeout-secs");
 	else
-		fail_before_head(f, 502, "upstream_unreachable", err, true);
+		rt_fwd_fail(f, &f->sel.worker, retryable, 502, "upstream_unreachable", err);
 }
+
+/* ---- upstream callbacks -------------------------------------------------- */
 
 static void on_idle_timeout(h2o_timeout_entry_t *e)
 {
@@ -529,6 +559,8 @@ static void on_idle_timeout(h2o_timeout_entry_t *e)
 	breaker_report(f, STATEBUS_CB_FAILURE);
 	if (f->streaming)
 		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_IDLE_TIMEOUT);
+	if (f->sel.pd)
+		rt_pd_decode_failed(f, PD_STAGE_DECODE, "stream idle timeout");
 	do_send(f);
 }
 
@@ -542,35 +574,42 @@ static void arm_idle(struct fwd *f)
 static void on_body(struct rt_exchange *x, const char *err)
 {
 	struct fwd *f = x->data;
-	if (x->body->size > 0)
-		rt_stall_byte(f->sel.worker.slot, f->sel.worker.generation, sy_mono_ns());
-	if (err != NULL)
-		stall_end(f);
-	if (!f->ttft_done && x->body->size > 0) {
-		f->ttft_done = true;
-		rt_metrics_ttft(rt_w.metrics, rt_w.index, sy_mono_ns() - f->t_start);
-	}
-	if (err != NULL) {
-		/* The exchange ended: detach what is left. */
-		if (h2o_timeout_is_linked(&f->idle_timer))
-			h2o_timeout_unlink(&f->idle_timer);
-		h2o_buffer_t **b = &x->body, *t = f->tail;
-		f->tail = *b;
-		*b = t;
-		f->eos = true;
-		if (err != rt_exchange_eos) {
-			f->body_error = true;
-			sy_warn("upstream body from %s broke off: %s", f->sel.worker.id, err);
-			record_worker_outcome(f, RT_OUT_ERROR);
-			if (f->streaming)
-				rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_UPSTREAM_ERROR);
-		} else {
-			record_worker_outcome(f, rt_outcome_of_status(f->status));
-			if (f->streaming)
-				rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_COMPLETE);
+	uint64_t now = sy_mono_ns();
+	if (x->body->size > 0) {
+		rt_stall_byte(f->sel.worker.slot, f->sel.worker.generation, now);
+		if (!f->ttft_done) {
+			f->ttft_done = true;
+			rt_metrics_ttft(rt_w.metrics, rt_w.index, now - f->t_start);
 		}
-	} else {
+		if (f->buffering && x->body->size > f->gen->cfg.router.max_body_bytes)
+			f->buffering = false; /* too big to hold: passed on as it comes */
+	}
+	if (err == NULL) {
 		arm_idle(f);
+		do_send(f);
+		return;
+	}
+	/* The exchange ended: detach what is left. */
+	stall_end(f);
+	if (h2o_timeout_is_linked(&f->idle_timer))
+		h2o_timeout_unlink(&f->idle_timer);
+	h2o_buffer_t **b = &x->body, *t = f->tail;
+	f->tail = *b;
+	*b = t;
+	f->eos = true;
+	if (err != rt_exchange_eos) {
+		f->body_error = true;
+		sy_warn("upstream body from %s broke off: %s", f->sel.worker.id, err);
+		record_worker_outcome(f, RT_OUT_ERROR);
+		if (f->streaming)
+			rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_UPSTREAM_ERROR);
+		if (f->sel.pd)
+			rt_pd_decode_failed(f, PD_STAGE_DECODE, err);
+	} else {
+		record_worker_outcome(f, rt_outcome_of_status(f->status));
+		if (f->streaming)
+			rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_COMPLETE);
+		rt_pd_detach(f);
 	}
 	do_send(f);
 }
@@ -604,8 +643,12 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 	if (head_bytes > RT_MAX_UPSTREAM_HEAD_BYTES) {
 		if (!eos)
 			rt_exchange_cancel(&f->ux); /* drop the exchange and its socket */
-		fail_before_head(f, 502, "upstream_unreachable",
-				 "the worker's response headers are too large", true);
+		if (f->sel.pd)
+			rt_pd_decode_failed(f, PD_STAGE_DECODE, "response headers too large");
+		breaker_report(f, STATEBUS_CB_FAILURE);
+		record_worker_outcome(f, RT_OUT_ERROR);
+		rt_fwd_fail(f, &f->sel.worker, !f->sel.pd, 502, "upstream_unreachable",
+			    "the worker's response headers are too large");
 		return;
 	}
 	uint64_t now = sy_mono_ns();
@@ -620,16 +663,27 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 		breaker_report(f, STATEBUS_CB_FAILURE);
 	else
 		breaker_report(f, STATEBUS_CB_SUCCESS);
-	/* A 5xx (except backpressure) goes to another worker when allowed —
+	if (f->sel.pd && status >= 400) {
+		/* the decode refused: its answer goes to the client, the prefill
+		 * of that room is of no use */
+		char m[64];
+		snprintf(m, sizeof(m), "the decode worker answered %d", status);
+		rt_pd_decode_failed(f, PD_STAGE_DECODE, m);
+	}
+	/* A retryable status (SMG's list) goes to another worker when allowed —
 	 * nothing has reached the client yet. Otherwise it is passed on. */
-	if (status >= 500 && status != 503 && f->gen->cfg.router.retry_once) {
+	if (!f->sel.pd && retryable_status(status) && f->gen->cfg.router.retry_max_retries > 0) {
 		char m[64];
 		snprintf(m, sizeof(m), "the worker answered %d", status);
-		uint32_t before = f->sel.worker.slot;
-		if (try_retry(f, m)) {
-			rt_metrics_worker(rt_w.metrics, rt_w.index, before, RT_OUT_ERROR);
+		struct selected_worker failed = f->sel.worker;
+		if (!eos)
+			stall_end(f);
+		if (try_retry(f, &failed, m)) {
+			rt_metrics_worker(rt_w.metrics, rt_w.index, failed.slot, RT_OUT_ERROR);
 			return;
 		}
+		if (!eos)
+			stall_begin(f, now);
 	}
 	h2o_req_t *req = f->req;
 	req->res.status = status;
@@ -670,11 +724,13 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 			      id.base, id.len);
 	decision_headers(f);
 	f->started = true;
+	f->buffering = !f->streaming && !eos;
 	f->generator.proceed = on_proceed;
 	f->generator.stop = on_stop;
 	if (eos) {
 		f->eos = true;
 		record_worker_outcome(f, rt_outcome_of_status(status));
+		rt_pd_detach(f);
 		do_send(f);
 		return;
 	}
@@ -685,33 +741,49 @@ static void on_connect(struct rt_exchange *x, const char *err)
 {
 	struct fwd *f = x->data;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_CONNECT, sy_mono_ns() - f->t_connect_start);
+	if (f->sel.pd && err == NULL) {
+		rt_pd_decode_connected(f);
+		return;
+	}
 	if (err != NULL)
 		fail_exchange(f, err);
 }
 
 static const struct rt_exchange_cb fwd_cb = {on_connect, on_head, on_body};
 
-/* Starts (or restarts, for a retry) the attempt at f->sel.worker. */
-static void fwd_connect(struct fwd *f)
+void rt_fwd_open_main(struct fwd *f, struct rt_upstream *up, uint64_t now_ns, bool hold)
 {
-	const char *why = NULL;
+	f->up = up;
+	guard_acquire(f, f->sel.worker.slot, now_ns);
+	stall_begin(f, now_ns);
+	f->head = rt_fwd_head(f, up, f->sel.pd ? f->sel.worker.id : NULL);
+	f->t_dispatch = f->t_connect_start = now_ns;
+	if (hold)
+		rt_exchange_connect(&f->ux, up, f->head, f->body, &rt_w.head_timeout);
+	else
+		rt_exchange_start(&f->ux, up, f->head, f->body, &rt_w.head_timeout);
+}
+
+/* Starts the attempt of f->sel (plain here, PD in pd.c). */
+static void attempt_start(struct fwd *f)
+{
 	f->attempts++;
 	/* The selection's end stamp serves the first attempt; a retry reads
 	 * the clock. */
 	uint64_t now = f->t_selected ? f->t_selected : sy_mono_ns();
 	f->t_selected = 0;
-	f->up = rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
-	if (f->up == NULL) {
-		guard_release(f);
-		rt_send_errorf(f->req, f->route, 502, "upstream_unreachable", "%s", why);
+	if (f->sel.pd) {
+		rt_pd_start(f, now);
 		return;
 	}
-	guard_acquire(f, f->sel.worker.slot, now);
-	stall_begin(f, now);
-	f->head = build_head(f->req, &f->req->pool, f->up, route_path(f->route), f->body.len,
-			     f->sel.pd ? f->sel.worker.id : NULL);
-	f->t_dispatch = f->t_connect_start = now;
-	rt_exchange_start(&f->ux, f->up, f->head, f->body, &rt_w.head_timeout);
+	const char *why = NULL;
+	struct rt_upstream *up = rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
+	if (up == NULL) {
+		record_worker_outcome(f, RT_OUT_ERROR);
+		rt_fwd_fail(f, &f->sel.worker, true, 502, "upstream_unreachable", why);
+		return;
+	}
+	rt_fwd_open_main(f, up, now, false);
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
@@ -719,21 +791,31 @@ static void fwd_connect(struct fwd *f)
 static void fwd_dispose(void *p)
 {
 	struct fwd *f = p;
+	rt_client_watch_stop(&f->watch);
+	if (h2o_timeout_is_linked(&f->retry_timer))
+		h2o_timeout_unlink(&f->retry_timer);
+	if (!f->final_sent && !f->cancelled && f->req != NULL) {
+		/* the client left without the watch or h2o telling (HTTP/2 reset,
+		 * connection closed): the same as client_gone */
+		client_gone(f, false);
+	}
+	if (f->eos && !f->body_error)
+		rt_pd_detach(f); /* the decode completed: the prefill ends on its own */
+	else
+		rt_pd_abort(f);
 	rt_exchange_dispose(&f->ux);
 	if (h2o_timeout_is_linked(&f->idle_timer))
 		h2o_timeout_unlink(&f->idle_timer);
-	if (!f->eos && f->started)
-		record_worker_outcome(f, RT_OUT_CANCELLED);
-	else if (!f->started && f->attempts > 0 && f->guard_held)
-		record_worker_outcome(f, RT_OUT_CANCELLED);
 	guard_release(f);
 	stall_end(f);
-	breaker_release(&f->sel.worker);
-	breaker_release(&f->sel.prefill);
+	rt_fwd_breaker_release(&f->sel.worker);
+	rt_fwd_breaker_release(&f->sel.prefill);
 	uint64_t dur = sy_mono_ns() - f->t_start;
 	rt_metrics_duration(rt_w.metrics, rt_w.index, dur);
-	if (f->started && f->req)
+	if (f->res_started && f->req)
 		rt_access_log(f->req, f->route, f->status, f->sel.worker.id, dur, f->bytes_out);
+	else if (f->cancelled && f->req && !f->final_sent)
+		rt_access_log(f->req, f->route, 499, f->sel.worker.id, dur, 0);
 	if (f->sending)
 		h2o_buffer_dispose(&f->sending);
 	if (f->tail)
@@ -744,38 +826,28 @@ static void fwd_dispose(void *p)
 }
 
 int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request *ir,
-		     const struct selection *sel, h2o_iovec_t body, uint64_t t_selected_ns)
+		     const struct selection *sel, h2o_iovec_t body, uint64_t room,
+		     uint64_t t_selected_ns)
 {
-	enum route route = ir->route;
 	struct fwd *f = h2o_mem_alloc_shared(&req->pool, sizeof(*f), fwd_dispose);
 	memset(f, 0, sizeof(*f));
 	f->req = req;
 	f->gen = router_gen_ref(g);
-	f->route = route;
+	f->route = ir->route;
 	f->ir = ir;
 	f->sel = *sel;
 	f->t_selected = t_selected_ns;
 	f->body = body;
+	f->room = room;
 	f->t_start = ir->t_start_ns;
 	f->idle_timer.cb = on_idle_timeout;
+	f->retry_timer.cb = on_retry_tick;
 	h2o_buffer_init(&f->sending, &h2o_socket_buffer_prototype);
 	h2o_buffer_init(&f->tail, &h2o_socket_buffer_prototype);
 	rt_exchange_init(&f->ux, &fwd_cb, f);
+	rt_client_watch_start(&f->watch, rt_w.loop, req, on_client_gone);
 	rt_w.active_requests++;
 	rt_metrics_decision(rt_w.metrics, rt_w.index, sel->policy, sel->reason);
-
-	if (sel->pd) {
-		/* The body carries the prefill worker's bootstrap fields (infer.c);
-		 * the same body goes to both. */
-		const char *why = NULL;
-		struct rt_upstream *pu =
-			rt_upstream_get(rt_w.upstreams, sel->prefill.slot, sel->prefill.id, &why);
-		if (pu == NULL)
-			return rt_send_errorf(req, route, 502, "upstream_unreachable", "%s", why);
-		h2o_iovec_t phead = build_head(req, &req->pool, pu, route_path(route), f->body.len,
-					       sel->worker.id);
-		prefill_start(f, phead);
-	}
-	fwd_connect(f);
+	attempt_start(f);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "router/core/generation.h"
 #include "router/worker.h"
 
 struct stall_slot {

@@ -59,6 +59,7 @@ static const struct {
 	{"method_not_allowed", 405},
 	{"worker_exists", 409},
 	{"payload_too_large", 413},
+	{"client_closed_request", 499},
 	{"internal_error", 500},
 	{"upstream_unreachable", 502},
 	{"upstream_body_incomplete", 502},

@@ -150,15 +150,14 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 
 /* ---- the body rewrite -------------------------------------------------------- */
 
-/* Builds the forwarded body into the request pool (body_rewrite.h):
- * returns 0 with *body set (unchanged when nothing changes), or -1 when
- * the prefill worker's ID gives no host. */
-static int rewrite_body(h2o_req_t *req, const struct sampling_override *ov,
-			const struct pick_request *pr, const struct selection *sel,
-			h2o_iovec_t *body)
+int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_request *ir,
+		  const struct selection *sel, h2o_iovec_t *body, uint64_t *room)
 {
-	struct body_rewrite rw = {.sampling = ov};
+	struct body_rewrite rw = {.sampling = g->sampling_override};
+	const struct pick_request *pr = &ir->pr;
 	char host[256];
+	*body = req->entity;
+	*room = 0;
 	if (pr->forward_ids) {
 		rw.input_ids = pr->token_ids;
 		rw.n_input_ids = pr->n_token_ids;
@@ -177,6 +176,7 @@ static int rewrite_body(h2o_req_t *req, const struct sampling_override *ov,
 	char *out = h2o_mem_alloc_pool(&req->pool, body_rewrite_bound(&rw, pr, body->len));
 	body->len = body_rewrite_build(&rw, body->base, pr, out);
 	body->base = out;
+	*room = rw.room;
 	return 0;
 }
 
@@ -184,13 +184,7 @@ static int rewrite_body(h2o_req_t *req, const struct sampling_override *ov,
 
 /* Picks at `now_ns` and dispatch, after step one returned `rc` (err filled
  * when not 0). */
-/* Hands the dispatched prompt's block-hash chain to the statebus as
- * predicted ownership of the engine that will hold its KV cache — the plain
- * worker, or the PD prefill worker (DESIGN.md §9 "Predicted ownership";
- * docs/statebus.md). Only when a cache_aware group computed the chain for
- * this request; never blocks (a full ring drops it, counted by the
- * statebus). DP rank 0: the engine balances its own ranks. */
-static void predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns)
+void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns)
 {
 	const struct prefix_memo *m = ir->pr.memo;
 	if (rt_w.region == NULL || m == NULL || !m->chain_done || m->n_ids == 0)
@@ -219,12 +213,13 @@ static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, 
 	}
 	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
-	predict(ir, &sel, t3);
-	h2o_iovec_t body = ir->body;
-	if (rewrite_body(req, g->sampling_override, &ir->pr, &sel, &body) != 0)
+	rt_infer_predict(ir, &sel, t3);
+	h2o_iovec_t body;
+	uint64_t room;
+	if (rt_infer_body(req, g, ir, &sel, &body, &room) != 0)
 		return rt_send_errorf(req, ir->route, 500, "internal_error",
 				      "cannot add the PD bootstrap fields to the request");
-	return rt_forward_start(req, g, ir, &sel, body, t3);
+	return rt_forward_start(req, g, ir, &sel, body, room, t3);
 }
 
 /* The last indexer reply came, or the deadline passed. */

@@ -76,4 +76,23 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
 		    const struct worker_exclude *ex, uint64_t now_ns, struct selection *out,
 		    struct router_error *err);
 
+/* Hands the dispatched prompt's block-hash chain to the statebus as
+ * predicted ownership of the engine that will hold its KV cache — the plain
+ * worker, or the PD prefill worker of `sel` (DESIGN.md §9 "Predicted
+ * ownership"; docs/statebus.md) — at dispatch and at each retry's
+ * dispatch. Only when a cache_aware group computed the chain for this
+ * request; never blocks (a full ring drops it, counted by the statebus).
+ * DP rank 0: the engine balances its own ranks. */
+void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns);
+
+/* Builds the body forwarded for selection `sel` (body_rewrite.h: sampling
+ * override, input ids, and for PD the prefill worker's bootstrap fields
+ * with fresh rooms) from the request's body into its pool: *body is the
+ * result (the body as received when nothing changes), *room the first
+ * bootstrap_room written (0 when not PD). Returns 0, or -1 when the prefill
+ * worker's ID gives no host. Run again for a retry that chose another
+ * prefill worker. */
+int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_request *ir,
+		  const struct selection *sel, h2o_iovec_t *body, uint64_t *room);
+
 #endif

@@ -46,6 +46,8 @@ struct rt_metrics_row {
 	uint64_t retries;
 	uint64_t pending_body_bytes;   /* gauge, set by the row's process */
 	uint64_t h2_refused;
+	uint64_t pool_replaced;  /* dead kept-alive upstream sockets replaced */
+	uint64_t client_cancels; /* clients that went away before the answer ended */
 	struct router_cache_totals cache;
 	struct rt_hist duration;
 	struct rt_hist ttft;
@@ -262,6 +264,20 @@ void rt_metrics_retry(struct rt_metrics *m, unsigned row)
 	struct rt_metrics_row *r = row_of(m, row);
 	if (r)
 		add(&r->retries, 1);
+}
+
+void rt_metrics_pool_replaced(struct rt_metrics *m, unsigned row)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		add(&r->pool_replaced, 1);
+}
+
+void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		add(&r->client_cancels, 1);
 }
 
 void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta)
@@ -658,6 +674,20 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			  "before the first byte.\n# TYPE switchyard_retries_total counter\n"
 			  "switchyard_retries_total %llu\n",
 		      (unsigned long long)retries);
+	uint64_t replaced = 0, cancels = 0;
+	for (unsigned p = 0; p < m->procs; p++) {
+		replaced += get(&m->rows[p].pool_replaced);
+		cancels += get(&m->rows[p].client_cancels);
+	}
+	rt_buf_printf(&b, "# HELP switchyard_upstream_pool_replaced_total Kept-alive upstream "
+			  "sockets found dead when reused and replaced by a fresh connection.\n"
+			  "# TYPE switchyard_upstream_pool_replaced_total counter\n"
+			  "switchyard_upstream_pool_replaced_total %llu\n"
+			  "# HELP switchyard_client_cancels_total Inference requests whose client went "
+			  "away before the answer ended (the upstream request is aborted).\n"
+			  "# TYPE switchyard_client_cancels_total counter\n"
+			  "switchyard_client_cancels_total %llu\n",
+		      (unsigned long long)replaced, (unsigned long long)cancels);
 
 	uint64_t pending = 0, refused = 0;
 	for (unsigned p = 0; p < m->procs; p++) {

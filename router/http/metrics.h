@@ -85,6 +85,10 @@ void rt_metrics_ttft(struct rt_metrics *m, unsigned row, uint64_t ns);
 void rt_metrics_phase(struct rt_metrics *m, unsigned row, enum rt_phase phase, uint64_t ns);
 void rt_metrics_stream(struct rt_metrics *m, unsigned row, enum rt_stream_outcome o);
 void rt_metrics_retry(struct rt_metrics *m, unsigned row);
+/* A dead kept-alive upstream socket was replaced (upstream/client.h). */
+void rt_metrics_pool_replaced(struct rt_metrics *m, unsigned row);
+/* A client went away before its inference answer ended. */
+void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row);
 void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param);
 
 /* Adds one process's cache counter deltas (router_gen_cache_delta,

@@ -24,6 +24,7 @@ const char *rt_reason(int status)
 	case 405: return "Method Not Allowed";
 	case 413: return "Payload Too Large";
 	case 429: return "Too Many Requests";
+	case 499: return "Client Closed Request";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
@@ -52,6 +53,12 @@ int rt_send_body(h2o_req_t *req, enum route route, int status, const char *ctype
 
 int rt_send_error(h2o_req_t *req, enum route route, const struct router_error *e)
 {
+	return rt_send_error_at(req, route, e, NULL, 0);
+}
+
+int rt_send_error_at(h2o_req_t *req, enum route route, const struct router_error *e,
+		     const char *worker, uint64_t duration_ns)
+{
 	const char *code = e->code != NULL ? e->code : "internal_error";
 	int status = e->status != 0 ? e->status : 500;
 	if (rt_error_code_status(code) != status)
@@ -68,7 +75,7 @@ int rt_send_error(h2o_req_t *req, enum route route, const struct router_error *e
 	} else {
 		rt_send_body(req, route, status, "application/json", b.p, b.n);
 	}
-	rt_access_log(req, route, status, NULL, 0, b.n);
+	rt_access_log(req, route, status, worker, duration_ns, b.n);
 	rt_buf_free(&b);
 	return 0;
 }
@@ -112,4 +119,18 @@ bool rt_body_refused(h2o_req_t *req, enum route route, uint64_t max_body_bytes)
 		return true;
 	}
 	return false;
+}
+
+int rt_send_dispatch_errorf(h2o_req_t *req, enum route route, const char *worker,
+			    uint64_t duration_ns, int status, const char *code, const char *fmt, ...)
+{
+	struct router_error e;
+	router_error_clear(&e);
+	e.status = status;
+	e.code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e.message, sizeof(e.message), fmt, ap);
+	va_end(ap);
+	return rt_send_error_at(req, route, &e, worker, duration_ns);
 }

@@ -21,6 +21,17 @@
  * handler's "handled"). */
 int rt_send_error(h2o_req_t *req, enum route route, const struct router_error *e);
 
+/* rt_send_error for a request that was dispatched: the access log names
+ * `worker` (the last worker tried, NULL: none) and `duration_ns` (receipt
+ * to now). */
+int rt_send_error_at(h2o_req_t *req, enum route route, const struct router_error *e,
+		     const char *worker, uint64_t duration_ns);
+
+/* rt_send_errorf with the access-log facts of rt_send_error_at. */
+int rt_send_dispatch_errorf(h2o_req_t *req, enum route route, const char *worker,
+			    uint64_t duration_ns, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
 /* Sends an error with `status`, static `code` and a printf-formatted
  * message (no worker URLs, truncated to ROUTER_ERROR_MSG_MAX). Returns 0. */
 int rt_send_errorf(h2o_req_t *req, enum route route, int status, const char *code,

@@ -20,7 +20,13 @@
  *   "connection: close") and nothing left over in its input.
  * - A reused connection that dies before the first response byte is
  *   replaced by a fresh one once (the peer closed it as idle while the
- *   request was on its way; it never saw the request).
+ *   request was on its way; it never saw the request); the replacement is
+ *   reported to the on_replaced hook of rt_client_init (counted).
+ * - A held exchange (rt_exchange_connect) parks its connected socket in
+ *   L_HELD, reading, until rt_exchange_send writes the request; on_connect
+ *   is reported once per exchange, so a held kept-alive socket that dies and
+ *   is replaced is not reported again, and a failure after the report comes
+ *   through on_head.
  * - A peer close ends the body as complete only for read-until-close
  *   framing; a chunked body is complete only with its 0-chunk (decoder
  *   result >= 0), a content-length body only with all its bytes. Any other
@@ -41,7 +47,7 @@
 #define MAX_HEADERS 100
 #define MAX_HEAD_BYTES (64 * 1024)
 
-enum lstate { L_CONNECTING, L_HEAD, L_BODY, L_IDLE };
+enum lstate { L_CONNECTING, L_HELD, L_HEAD, L_BODY, L_IDLE };
 enum lframing { F_LENGTH, F_CHUNKED, F_CLOSE };
 
 /* One upstream connection (see file comment). */
@@ -64,6 +70,8 @@ struct rt_conn {
 
 static h2o_loop_t *client_loop;
 static h2o_timeout_t idle_timeout;
+static bool keep_idle;
+static void (*replaced_cb)(void);
 
 #define ERR_CONNECT rt_exchange_connect_failed
 #define ERR_CLOSED rt_exchange_closed
@@ -74,6 +82,8 @@ static const char ERR_NOMEM[] = "out of memory";
 
 static void on_read(h2o_socket_t *sock, const char *err);
 static void connect_new(struct rt_exchange *x);
+static void exchange_open(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
+			  h2o_iovec_t body, h2o_timeout_t *head_timeout);
 static void fail_head(struct rt_conn *c, const char *err);
 
 const char rt_exchange_eos[] = "end of body";
@@ -81,9 +91,11 @@ const char rt_exchange_connect_failed[] = "cannot connect to the worker";
 const char rt_exchange_closed[] = "the worker closed the connection before answering";
 const char rt_exchange_timed_out[] = "the worker did not answer in time";
 
-void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms)
+void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms, void (*on_replaced)(void))
 {
 	client_loop = loop;
+	keep_idle = idle_ms > 0;
+	replaced_cb = on_replaced;
 	h2o_timeout_init(loop, &idle_timeout, idle_ms);
 }
 
@@ -138,7 +150,7 @@ static void on_idle_timeout(h2o_timeout_entry_t *e)
 static void pool_put(struct rt_conn *c)
 {
 	struct rt_pool *p = c->pool;
-	if (p->idle_count >= p->capacity) {
+	if (!keep_idle || p->idle_count >= p->capacity) {
 		conn_free(c);
 		return;
 	}
@@ -162,6 +174,10 @@ static void on_write(h2o_socket_t *sock, const char *err)
 static void begin_exchange(struct rt_conn *c)
 {
 	struct rt_exchange *x = c->x;
+	if (x->hold) {
+		c->state = L_HELD; /* connected; the request waits for rt_exchange_send */
+		return;
+	}
 	c->state = L_HEAD;
 	c->got_bytes = false;
 	h2o_socket_write(c->sock, x->bufs, x->bufs[1].len ? 2 : 1, on_write);
@@ -174,16 +190,22 @@ static void on_connect(h2o_socket_t *sock, const char *err)
 	if (err != NULL) {
 		detach(c);
 		conn_free(c);
-		x->cb->on_connect(x, ERR_CONNECT);
+		if (x->connect_reported) /* the replacement of a held socket failed */
+			x->cb->on_head(x, ERR_CLOSED, 0, NULL, 0, false);
+		else
+			x->cb->on_connect(x, ERR_CONNECT);
 		return;
 	}
 	h2o_socket_read_start(sock, on_read);
-	c->in_cb = true;
-	x->cb->on_connect(x, NULL);
-	c->in_cb = false;
-	if (c->doomed) {
-		conn_free(c);
-		return;
+	if (!x->connect_reported) {
+		x->connect_reported = true;
+		c->in_cb = true;
+		x->cb->on_connect(x, NULL);
+		c->in_cb = false;
+		if (c->doomed) {
+			conn_free(c);
+			return;
+		}
 	}
 	begin_exchange(c);
 }
@@ -207,7 +229,10 @@ static void connect_new(struct rt_exchange *x)
 	if (c->sock == NULL) {
 		detach(c);
 		conn_free(c);
-		x->cb->on_connect(x, ERR_CONNECT);
+		if (x->connect_reported)
+			x->cb->on_head(x, ERR_CLOSED, 0, NULL, 0, false);
+		else
+			x->cb->on_connect(x, ERR_CONNECT);
 		return;
 	}
 	c->sock->data = c;
@@ -224,7 +249,10 @@ static void on_head_timeout(h2o_timeout_entry_t *e)
 			conn_free(c);
 		}
 		x->active = false;
-		x->cb->on_connect(x, rt_exchange_timed_out);
+		if (x->connect_reported)
+			x->cb->on_head(x, rt_exchange_timed_out, 0, NULL, 0, false);
+		else
+			x->cb->on_connect(x, rt_exchange_timed_out);
 		return;
 	}
 	fail_head(c, rt_exchange_timed_out);
@@ -245,10 +273,35 @@ void rt_exchange_init(struct rt_exchange *x, const struct rt_exchange_cb *cb, vo
 void rt_exchange_start(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
 		       h2o_iovec_t body, h2o_timeout_t *head_timeout)
 {
+	x->hold = false;
+	exchange_open(x, up, head, body, head_timeout);
+}
+
+void rt_exchange_connect(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
+			 h2o_iovec_t body, h2o_timeout_t *head_timeout)
+{
+	x->hold = true;
+	exchange_open(x, up, head, body, head_timeout);
+}
+
+void rt_exchange_send(struct rt_exchange *x)
+{
+	if (!x->active || !x->hold)
+		return;
+	x->hold = false;
+	if (x->conn != NULL && x->conn->state == L_HELD)
+		begin_exchange(x->conn);
+	/* still connecting: begins once connected */
+}
+
+static void exchange_open(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
+			  h2o_iovec_t body, h2o_timeout_t *head_timeout)
+{
 	x->up = up;
 	x->bufs[0] = head;
 	x->bufs[1] = body;
 	x->active = true;
+	x->connect_reported = false;
 	x->fresh_retry_done = false;
 	x->head_timeout = head_timeout;
 	if (head_timeout != NULL)
@@ -265,6 +318,7 @@ void rt_exchange_start(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_
 	c->x = x;
 	x->conn = c;
 	/* Connected already: nothing can fail here, so on_connect runs now. */
+	x->connect_reported = true;
 	c->in_cb = true;
 	x->cb->on_connect(x, NULL);
 	c->in_cb = false;
@@ -528,6 +582,8 @@ static void on_conn_end(struct rt_conn *c)
 		if (c->reused && !c->got_bytes && !x->fresh_retry_done) {
 			/* Same exchange on a fresh connection; the head timer runs on. */
 			x->fresh_retry_done = true;
+			if (replaced_cb != NULL)
+				replaced_cb();
 			c->x = NULL;
 			x->conn = NULL;
 			conn_free(c);

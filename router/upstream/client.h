@@ -81,6 +81,8 @@ struct rt_exchange {
 	const struct rt_exchange_cb *cb;
 	void *data;
 	bool active;                 /* started and not yet ended/cancelled */
+	bool hold;                   /* connect only, until rt_exchange_send */
+	bool connect_reported;       /* on_connect ran (once per exchange) */
 	bool fresh_retry_done;       /* a reused socket died unanswered once already */
 	h2o_iovec_t bufs[2];         /* request head + body (borrowed, must outlive the exchange) */
 	struct rt_upstream *up;
@@ -90,10 +92,12 @@ struct rt_exchange {
 	h2o_timeout_entry_t head_timer;
 };
 
-/* Set-up for the process: the loop all exchanges run on and the idle
- * keep-alive timeout (ms) of pooled sockets. Call once, before any
- * exchange starts. */
-void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms);
+/* Set-up for the process: the loop all exchanges run on, the idle
+ * keep-alive timeout (ms) of pooled sockets (0: a socket is closed after
+ * its response instead of kept) and a hook called each time a dead
+ * kept-alive socket is replaced by a fresh connection (NULL: none). Call
+ * once, before any exchange starts. */
+void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms, void (*on_replaced)(void));
 
 /* Prepares the storage (an empty body buffer; no socket). */
 void rt_exchange_init(struct rt_exchange *x, const struct rt_exchange_cb *cb, void *data);
@@ -104,6 +108,19 @@ void rt_exchange_init(struct rt_exchange *x, const struct rt_exchange_cb *cb, vo
  * with rt_exchange_timed_out. Results arrive through the callbacks. */
 void rt_exchange_start(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
 		       h2o_iovec_t body, h2o_timeout_t *head_timeout);
+
+/* rt_exchange_start that stops once connected: on_connect reports the
+ * connection (or its failure) and the request is written only by
+ * rt_exchange_send() — so two exchanges can both be connected before
+ * either request goes out (PD: the decode's connection exists before the
+ * prefill body is sent). A failure while held ends the exchange through
+ * on_head (rt_exchange_closed, rt_exchange_timed_out). */
+void rt_exchange_connect(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
+			 h2o_iovec_t body, h2o_timeout_t *head_timeout);
+
+/* Writes the request of an exchange started with rt_exchange_connect (now,
+ * or as soon as its connection is made). No-op otherwise. */
+void rt_exchange_send(struct rt_exchange *x);
 
 /* Aborts the exchange if active (its connection is closed, never reused);
  * no callback follows. Safe from inside a callback and when inactive. */

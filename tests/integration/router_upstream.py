@@ -3,13 +3,14 @@
 scripted raw-socket engine (one router process, so one socket pool):
 content-length and chunked answers (chunk boundaries split across reads,
 extensions, trailers), SSE relayed chunk by chunk, read-until-close framing,
-the engine closing mid-body, inside a chunk or after a whole chunk without
-the 0-chunk (the client sees the body end short, never complete) and before
-the first body byte (502 upstream_body_incomplete), keep-alive
+the engine closing a non-streamed body mid-body, inside a chunk or after a
+whole chunk without the 0-chunk, or before the first body byte (502
+upstream_body_incomplete: such bodies are held until complete), a stream
+cut after an event (the client sees the event, then a broken end), keep-alive
 reuse (one upstream connection for sequential requests; none after
 "connection: close"), an idle kept-alive socket closed by the engine (the
 next request still succeeds), connection refused (502
-upstream_unreachable), the header timeout (504 upstream_timeout), and
+upstream_unreachable, then 503: the worker is marked down), the header timeout (504 upstream_timeout), and
 --upstream-client h2o refused at start-up with its reason.
 
 The fake engine picks its behaviour from the request header x-fake (passed
@@ -46,7 +47,10 @@ class Engine:
 
     def accept(self):
         while True:
-            c, _ = self.sock.accept()
+            try:
+                c, _ = self.sock.accept()
+            except OSError:  # the listener was shut down
+                return
             self.connections += 1
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
 
@@ -113,6 +117,11 @@ class Engine:
             return False
         if mode == "mid-body":  # promises 100 bytes, sends 10
             c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\n0123456789")
+            time.sleep(0.1)
+            return False
+        if mode == "sse-cut":  # one event, then the engine goes away
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                      b"9\r\ndata: 0\n\n\r\n")
             time.sleep(0.1)
             return False
         if mode == "mid-chunk":
@@ -234,16 +243,19 @@ def main():
         st, h, b, ok = post(port, "until-close")
         check(st == 200 and b == b"all of it until the end" and ok, "read-until-close answer: %s %r" % (st, b))
 
-        # The engine closes mid-body: the client sees the bytes, then the end
-        # of a short body (not a clean end).
-        st, h, b, ok = post(port, "mid-body")
-        check(st == 200 and b == b"0123456789" and not ok, "mid-body close: %s %r complete=%s" % (st, b, ok))
-        # ... after a whole chunk, no 0-chunk: a cut stream, not a complete one.
-        st, h, b, ok = post(port, "mid-chunk")
-        check(st == 200 and b == b"0123456789" and not ok,
-              "mid-chunk close: %s %r complete=%s" % (st, b, ok))
-        st, h, b, ok = post(port, "in-chunk")
-        check(st == 200 and b == b"01234" and not ok, "in-chunk close: %s %r complete=%s" % (st, b, ok))
+        # The engine closes a non-streamed body before it is complete: the
+        # router holds such a body until its end, so the client gets a 502
+        # upstream_body_incomplete, never a truncated 200 — short of
+        # content-length, after a whole chunk without the 0-chunk, inside a
+        # chunk.
+        for mode in ("mid-body", "mid-chunk", "in-chunk"):
+            st, h, b, ok = post(port, mode)
+            check(st == 502 and h.get("x-router-error-code") == "upstream_body_incomplete" and ok,
+                  "%s close: %s %s %r complete=%s" % (mode, st, h.get("x-router-error-code"), b, ok))
+        # A stream cut after its first event: the client has the event, then
+        # the end of a broken chunked response.
+        st, h, b, ok = post(port, "sse-cut")
+        check(st == 200 and b == b"data: 0\n\n" and not ok, "sse cut: %s %r complete=%s" % (st, b, ok))
         # ... before any body byte: a proper error instead.
         st, h, b, ok = post(port, "no-body")
         check(st == 502 and h.get("x-router-error-code") == "upstream_body_incomplete",
@@ -258,18 +270,28 @@ def main():
         st, h, b, ok = post(port, "silent")
         check(st == 504 and h.get("x-router-error-code") == "upstream_timeout", "header timeout: %s %r" % (st, b))
         check(time.time() - t0 < 2.5, "header timeout took %.1fs" % (time.time() - t0))
-        # ... and the router still serves.
-        check(post(port, "cl")[0] == 200, "request after a timeout")
+        # ... the timeout marked the worker down (passive health); the
+        # master's probe, sent at once after the mark, brings it back.
+        t0 = time.time()
+        while post(port, "cl")[0] != 200:
+            check(time.time() - t0 < 2, "worker not back within 2 s of the timeout")
+            time.sleep(0.05)
     finally:
         stop_router(p, shm)
 
-    # Connection refused: 502 upstream_unreachable.
-    dead = free_port()
-    p, port, shm = start_router(["http://127.0.0.1:%d" % dead])
+    # Connection refused: 502 upstream_unreachable, and the worker is marked
+    # down at once (passive health): the next request finds no candidate.
+    gone = Engine()
+    p, port, shm = start_router(["http://127.0.0.1:%d" % gone.port])
     try:
+        gone.sock.shutdown(socket.SHUT_RDWR)  # the engine passed its probe; now it refuses
+        gone.sock.close()
         st, h, b, ok = post(port, "cl")
         check(st == 502 and h.get("x-router-error-code") == "upstream_unreachable", "refused: %s %r" % (st, b))
-        check(str(dead) not in b.decode(), "worker URL in the error message")
+        check(str(gone.port) not in b.decode(), "worker URL in the error message")
+        st, h, b, ok = post(port, "cl")
+        check(st == 503 and h.get("x-router-error-code") == "no_healthy_workers",
+              "after the refusal: %s %r" % (st, b))
     finally:
         stop_router(p, shm)
     # One upstream client: lean is accepted, h2o refused with its reason.

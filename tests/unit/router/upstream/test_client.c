@@ -233,7 +233,7 @@ static void exchange_new(struct rt_exchange *x, struct result *r, h2o_timeout_t 
 static void setup(void)
 {
 	loop = h2o_evloop_create();
-	rt_client_init(loop, 2000);
+	rt_client_init(loop, 2000, NULL);
 	h2o_timeout_init(loop, &head_100ms, 100);
 	int fd = listen_loopback(&port);
 	listener = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);

@@ -1,0 +1,267 @@
+/* pd.c — the prefill leg of a PD attempt and the set-up and clean-up of
+ * both legs (forward-int.h; sglang-wire.md §15).
+ *
+ * Set-up: the decode exchange (the client request's f->ux) and the
+ * prefill exchange (struct prefill, malloc'd: it may outlive the client
+ * request) are both started with rt_exchange_connect; only when both are
+ * connected are both requests written, prefill first. So an unreachable
+ * decode never gets a prefill computed for nobody, and a failure while
+ * connecting has sent nothing: that attempt may be retried elsewhere.
+ *
+ * Clean-up: a failure of either leg aborts the other (its connection
+ * closed: the engine's abort) and releases its in-flight guard; the log
+ * line names the request ID, the bootstrap room, both workers and the
+ * stage. A decode that completes detaches the prefill, which finishes on
+ * its own (guard held until it ends); a client that goes away aborts both.
+ * Both workers' breakers get their results; the pick filter has checked
+ * both (engine_group_pick per stage).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "router/dispatch/forward-int.h"
+#include "router/dispatch/stall.h"
+#include "router/http/access_log.h"
+#include "router/http/metrics.h"
+#include "router/worker.h"
+
+/* The prefill leg: malloc'd, lives until its exchange ends or is aborted. */
+struct prefill {
+	struct rt_exchange ux;
+	h2o_timeout_entry_t timer;  /* the whole prefill request */
+	char *mem;                  /* request head + body (own copy) */
+	size_t head_len, body_len;
+	struct selected_worker w;   /* the prefill worker (copy) */
+	struct fwd *f;              /* the client request; NULL once detached */
+	int cb_threshold;
+	int status;
+	bool connected;
+	bool guard;                 /* in-flight guard held */
+};
+
+const char *rt_pd_stage_name(enum pd_stage s)
+{
+	switch (s) {
+	case PD_STAGE_PREFILL_CONNECT: return "prefill connect";
+	case PD_STAGE_DECODE_CONNECT: return "decode connect";
+	case PD_STAGE_PREFILL: return "prefill";
+	default: return "decode";
+	}
+}
+
+static void log_failure(struct fwd *f, enum pd_stage stage, const char *why)
+{
+	h2o_iovec_t id = f->req ? rt_request_id(f->req) : h2o_iovec_init(H2O_STRLIT("-"));
+	sy_warn("PD request %.*s failed at %s: bootstrap room %llu, prefill %s, decode %s: %s",
+		(int)id.len, id.base, rt_pd_stage_name(stage), (unsigned long long)f->room,
+		f->sel.prefill.id, f->sel.worker.id, why);
+}
+
+static void prefill_free(struct prefill *p)
+{
+	rt_exchange_dispose(&p->ux);
+	if (h2o_timeout_is_linked(&p->timer))
+		h2o_timeout_unlink(&p->timer);
+	if (p->guard && rt_w.region)
+		statebus_inflight_release(rt_w.region, rt_w.proc_slot, p->w.slot);
+	rt_fwd_breaker_release(&p->w);
+	rt_w.active_requests--;
+	free(p->mem);
+	free(p);
+}
+
+/* Both connections exist: write both requests (prefill first). */
+static void maybe_send(struct fwd *f)
+{
+	struct prefill *p = f->pf;
+	if (p == NULL || !p->connected || !f->d_connected || f->legs_sent)
+		return;
+	f->legs_sent = true;
+	rt_exchange_send(&p->ux);
+	rt_exchange_send(&f->ux);
+}
+
+/* The prefill leg failed (`err`: a client-error string, or NULL with a
+ * status ≥ 400 in p->status): results recorded, the decode leg aborted,
+ * the client answered or its response cut. Frees p. */
+static void prefill_failed(struct prefill *p, const char *err, enum pd_stage stage)
+{
+	char why[96];
+	if (err != NULL)
+		snprintf(why, sizeof(why), "%s", err);
+	else
+		snprintf(why, sizeof(why), "the prefill worker answered %d", p->status);
+	if (err != NULL)
+		rt_fwd_passive_down(&p->w, err);
+	rt_fwd_breaker(&p->w, p->cb_threshold,
+		       err == NULL && (p->status == 429 || p->status == 503) ? STATEBUS_CB_BACKPRESSURE
+									      : STATEBUS_CB_FAILURE);
+	rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, RT_OUT_ERROR);
+	struct fwd *f = p->f;
+	if (f == NULL) {
+		sy_warn("PD prefill at %s failed after its decode ended: %s", p->w.id, why);
+		prefill_free(p);
+		return;
+	}
+	log_failure(f, stage, why);
+	f->pf = NULL;
+	p->f = NULL;
+	bool sent = f->legs_sent;
+	struct selected_worker failed = p->w;
+	prefill_free(p);
+	if (f->ux.active || sent)
+		rt_metrics_worker(rt_w.metrics, rt_w.index, f->sel.worker.slot, RT_OUT_CANCELLED);
+	rt_fwd_release_main(f);
+	rt_fwd_fail(f, &failed, !sent, err == rt_exchange_timed_out ? 504 : 502,
+		    err == rt_exchange_timed_out ? "upstream_timeout" : "upstream_unreachable",
+		    "the prefill worker failed");
+}
+
+/* The prefill request ended well: its result recorded; detached from f. */
+static void prefill_ok(struct prefill *p)
+{
+	rt_fwd_breaker(&p->w, p->cb_threshold, STATEBUS_CB_SUCCESS);
+	rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, rt_outcome_of_status(p->status));
+	if (p->f != NULL)
+		p->f->pf = NULL;
+	prefill_free(p);
+}
+
+static void prefill_on_timeout(h2o_timeout_entry_t *e)
+{
+	struct prefill *p = H2O_STRUCT_FROM_MEMBER(struct prefill, timer, e);
+	prefill_failed(p, rt_exchange_timed_out, PD_STAGE_PREFILL);
+}
+
+static void prefill_on_connect(struct rt_exchange *x, const char *err)
+{
+	struct prefill *p = x->data;
+	if (err != NULL) {
+		prefill_failed(p, err, PD_STAGE_PREFILL_CONNECT);
+		return;
+	}
+	p->connected = true;
+	if (p->f != NULL)
+		maybe_send(p->f);
+}
+
+static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
+			    const h2o_header_t *headers, size_t n, bool eos)
+{
+	(void)headers, (void)n;
+	struct prefill *p = x->data;
+	if (err != NULL) {
+		prefill_failed(p, err, p->f && p->f->legs_sent ? PD_STAGE_PREFILL
+							       : PD_STAGE_PREFILL_CONNECT);
+		return;
+	}
+	p->status = status;
+	rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
+	if (status >= 400) {
+		rt_exchange_cancel(&p->ux);
+		prefill_failed(p, NULL, PD_STAGE_PREFILL);
+		return;
+	}
+	if (eos)
+		prefill_ok(p);
+}
+
+static void prefill_on_body(struct rt_exchange *x, const char *err)
+{
+	struct prefill *p = x->data;
+	if (x->body->size > 0)
+		rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
+	h2o_buffer_consume(&x->body, x->body->size);
+	if (err == rt_exchange_eos)
+		prefill_ok(p);
+	else if (err != NULL)
+		prefill_failed(p, err, PD_STAGE_PREFILL);
+}
+
+static const struct rt_exchange_cb prefill_cb = {prefill_on_connect, prefill_on_head,
+						 prefill_on_body};
+
+void rt_pd_start(struct fwd *f, uint64_t now_ns)
+{
+	const char *why = NULL;
+	struct rt_upstream *du =
+		rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
+	if (du == NULL) {
+		rt_fwd_fail(f, &f->sel.worker, true, 502, "upstream_unreachable", why);
+		return;
+	}
+	struct rt_upstream *pu =
+		rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot, f->sel.prefill.id, &why);
+	if (pu == NULL) {
+		rt_fwd_fail(f, &f->sel.prefill, true, 502, "upstream_unreachable", why);
+		return;
+	}
+	struct prefill *p = calloc(1, sizeof(*p));
+	h2o_iovec_t phead = rt_fwd_head(f, pu, f->sel.worker.id);
+	if (p == NULL || (p->mem = malloc(phead.len + f->body.len)) == NULL) {
+		free(p);
+		rt_fwd_fail(f, &f->sel.prefill, false, 500, "internal_error", "out of memory");
+		return;
+	}
+	/* The prefill may outlive the client request: own copies. */
+	memcpy(p->mem, phead.base, phead.len);
+	memcpy(p->mem + phead.len, f->body.base, f->body.len);
+	p->head_len = phead.len;
+	p->body_len = f->body.len;
+	p->w = f->sel.prefill;
+	f->sel.prefill.cb_probe = false; /* the prefill leg answers it */
+	p->cb_threshold = f->gen->cfg.router.cb_threshold;
+	p->f = f;
+	f->pf = p;
+	f->d_connected = f->legs_sent = false;
+	if (rt_w.region)
+		p->guard = statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->w.slot, now_ns) ==
+			   SY_OK;
+	rt_w.active_requests++;
+	p->timer.cb = prefill_on_timeout;
+	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
+	rt_exchange_init(&p->ux, &prefill_cb, p);
+	/* decode first: a failure to connect it (reported at once or later)
+	 * aborts the prefill before anything was written */
+	rt_fwd_open_main(f, du, now_ns, true);
+	if (f->pf != p)
+		return; /* failed already */
+	rt_exchange_connect(&p->ux, pu, h2o_iovec_init(p->mem, p->head_len),
+			    h2o_iovec_init(p->mem + p->head_len, p->body_len), &rt_w.head_timeout);
+}
+
+void rt_pd_decode_connected(struct fwd *f)
+{
+	f->d_connected = true;
+	maybe_send(f);
+}
+
+void rt_pd_decode_failed(struct fwd *f, enum pd_stage stage, const char *why)
+{
+	log_failure(f, stage, why);
+	rt_pd_abort(f);
+}
+
+void rt_pd_detach(struct fwd *f)
+{
+	struct prefill *p = f->pf;
+	if (p == NULL)
+		return;
+	f->pf = NULL;
+	p->f = NULL;
+}
+
+void rt_pd_abort(struct fwd *f)
+{
+	struct prefill *p = f->pf;
+	if (p == NULL)
+		return;
+	f->pf = NULL;
+	p->f = NULL;
+	if (p->ux.active)
+		rt_metrics_worker(rt_w.metrics, rt_w.index, p->w.slot, RT_OUT_CANCELLED);
+	prefill_free(p);
+}
