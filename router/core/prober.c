@@ -119,7 +119,8 @@ static void result(struct rt_prober *p, struct statebus_region *r, uint32_t slot
 			s->healthy = true;
 		unsigned cleared = statebus_health_probe_ok(r, slot, s->gen, s->sent_ns, now);
 		if (cleared)
-			sy_info("worker %s: health probe passed, %s cleared", s->url,
+			sy_info("degraded mode: worker %.*s: health probe passed, %s cleared",
+				(int)(strlen(s->url) - strlen("/health")), s->url,
 				cleared & STATEBUS_HEALTH_CLEARED_DOWN ? "passive down mark" : "stall");
 	} else {
 		s->ok_streak = 0;

@@ -758,8 +758,8 @@ void rt_fwd_open_main(struct fwd *f, struct rt_upstream *up, uint64_t now_ns, bo
 	stall_begin(f, now_ns);
 	f->head = rt_fwd_head(f, up, f->sel.pd ? f->sel.worker.id : NULL);
 	f->t_dispatch = f->t_connect_start = now_ns;
-	if (hold)
-		rt_exchange_connect(&f->ux, up, f->head, f->body, &rt_w.head_timeout);
+	if (hold) /* PD decode: a fresh connection proves the decode listens */
+		rt_exchange_connect(&f->ux, up, f->head, f->body, &rt_w.head_timeout, true);
 	else
 		rt_exchange_start(&f->ux, up, f->head, f->body, &rt_w.head_timeout);
 }

@@ -1,10 +1,12 @@
 /* pd.c — the prefill leg of a PD attempt and the set-up and clean-up of
  * both legs (forward-int.h; sglang-wire.md §15).
  *
- * Set-up: the decode exchange (the client request's f->ux) and the
- * prefill exchange (struct prefill, malloc'd: it may outlive the client
- * request) are both started with rt_exchange_connect; only when both are
- * connected are both requests written, prefill first. So an unreachable
+ * Set-up: the decode exchange (the client request's f->ux, always on a
+ * fresh connection: a kept-alive socket to a decode that just died may not
+ * have told yet) and the prefill exchange (struct prefill, malloc'd: it
+ * may outlive the client request) are both started with
+ * rt_exchange_connect; only when both are connected are both requests
+ * written, prefill first. So an unreachable
  * decode never gets a prefill computed for nobody, and a failure while
  * connecting has sent nothing: that attempt may be retried elsewhere.
  *
@@ -230,7 +232,8 @@ void rt_pd_start(struct fwd *f, uint64_t now_ns)
 	if (f->pf != p)
 		return; /* failed already */
 	rt_exchange_connect(&p->ux, pu, h2o_iovec_init(p->mem, p->head_len),
-			    h2o_iovec_init(p->mem + p->head_len, p->body_len), &rt_w.head_timeout);
+			    h2o_iovec_init(p->mem + p->head_len, p->body_len), &rt_w.head_timeout,
+			    false);
 }
 
 void rt_pd_decode_connected(struct fwd *f)

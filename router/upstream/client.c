@@ -274,13 +274,15 @@ void rt_exchange_start(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_
 		       h2o_iovec_t body, h2o_timeout_t *head_timeout)
 {
 	x->hold = false;
+	x->fresh = false;
 	exchange_open(x, up, head, body, head_timeout);
 }
 
 void rt_exchange_connect(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
-			 h2o_iovec_t body, h2o_timeout_t *head_timeout)
+			 h2o_iovec_t body, h2o_timeout_t *head_timeout, bool fresh)
 {
 	x->hold = true;
+	x->fresh = fresh;
 	exchange_open(x, up, head, body, head_timeout);
 }
 
@@ -307,7 +309,7 @@ static void exchange_open(struct rt_exchange *x, struct rt_upstream *up, h2o_iov
 	if (head_timeout != NULL)
 		h2o_timeout_link(client_loop, head_timeout, &x->head_timer);
 	struct rt_pool *p = &up->pool;
-	if (h2o_linklist_is_empty(&p->idle)) {
+	if (x->fresh || h2o_linklist_is_empty(&p->idle)) {
 		connect_new(x);
 		return;
 	}

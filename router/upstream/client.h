@@ -82,6 +82,7 @@ struct rt_exchange {
 	void *data;
 	bool active;                 /* started and not yet ended/cancelled */
 	bool hold;                   /* connect only, until rt_exchange_send */
+	bool fresh;                  /* a new connection, never a kept-alive one */
 	bool connect_reported;       /* on_connect ran (once per exchange) */
 	bool fresh_retry_done;       /* a reused socket died unanswered once already */
 	h2o_iovec_t bufs[2];         /* request head + body (borrowed, must outlive the exchange) */
@@ -114,9 +115,12 @@ void rt_exchange_start(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_
  * rt_exchange_send() — so two exchanges can both be connected before
  * either request goes out (PD: the decode's connection exists before the
  * prefill body is sent). A failure while held ends the exchange through
- * on_head (rt_exchange_closed, rt_exchange_timed_out). */
+ * on_head (rt_exchange_closed, rt_exchange_timed_out). `fresh`: make a new
+ * connection even when a kept-alive one is idle (a kept-alive socket may
+ * be dead without having told yet; a completed connect proves the peer
+ * listens). */
 void rt_exchange_connect(struct rt_exchange *x, struct rt_upstream *up, h2o_iovec_t head,
-			 h2o_iovec_t body, h2o_timeout_t *head_timeout);
+			 h2o_iovec_t body, h2o_timeout_t *head_timeout, bool fresh);
 
 /* Writes the request of an exchange started with rt_exchange_connect (now,
  * or as soon as its connection is made). No-op otherwise. */
