@@ -157,6 +157,20 @@ def close_wait(port):
     return n
 
 
+def wait_refused(port):
+    """Waits (≤ 2 s) until 127.0.0.1:port refuses connections."""
+    end = time.time() + 2
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+        except ConnectionRefusedError:
+            return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    fail("port %d still accepts after the kill" % port)
+
+
 def inflight(shm):
     return sum(w["in_flight"] for w in sytest.syctl_json(SYCTL, shm, "inflight")["workers"])
 
@@ -357,8 +371,11 @@ def fault_pd(rows):
         ok += st == 200
         check(st == 200, "pd: baseline request %d" % st)
     n0 = prefills()
-    # the decode dies: nothing may reach the prefill
+    # the decode dies: nothing may reach the prefill (from the moment its
+    # port refuses connections: until the kernel has closed the listener,
+    # a connect still completes into its backlog)
     os.kill(dm["pid"], signal.SIGKILL)
+    wait_refused(dm["http_port"])
     t_k = time.time()
     codes = []
     for i in range(4):
