@@ -403,6 +403,50 @@ START_TEST(test_prediction_keys_default_parse_flag_and_range_check)
 }
 END_TEST
 
+START_TEST(test_retry_flags_map_and_contradictions_are_refused)
+{
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_OK);
+	ck_assert_int_eq(cfg.router.retry_max_retries, 0); /* opt-in */
+	ck_assert_int_eq(cfg.router.retry_initial_backoff_ms, 50);
+	ck_assert_int_eq(cfg.router.retry_max_backoff_ms, 30000);
+	ck_assert(cfg.router.retry_backoff_multiplier == 1.5);
+	ck_assert(cfg.router.retry_jitter_factor == 0.2);
+	ck_assert_int_eq(cfg.router.upstream_pool_idle_timeout_secs, 3);
+	ck_assert_int_eq(cfg.router.stall_timeout_secs, 5);
+	ck_assert_int_eq(cfg.router.health_unknown_grace_secs, 0);
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(flag("router", "--retry-once", NULL), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_OK);
+	ck_assert_int_eq(cfg.router.retry_max_retries, 1);
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(flag("router", "--retry-max-retries", "3"), SY_OK);
+	ck_assert_int_eq(flag("router", "--retry-once", NULL), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "router.retry_once: means retry_max_retries 1 but "
+				  "retry_max_retries is 3; keep one of them");
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(flag("router", "--disable-retries", NULL), SY_OK);
+	ck_assert_int_eq(flag("router", "--retry-max-retries", "2"), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "router.disable_retries: conflicts with router.retry_max_retries; "
+				  "keep one of them");
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(flag("router", "--retry-initial-backoff-ms", "500"), SY_OK);
+	ck_assert_int_eq(flag("router", "--retry-max-backoff-ms", "100"), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
+	ck_assert_str_eq(err.msg, "router.retry_max_backoff_ms: 100 is below "
+				  "router.retry_initial_backoff_ms 500; raise it or lower the initial backoff");
+	ck_assert_int_eq(flag("router", "--retry-max-retries", "16"), SY_ECONFIG);
+	/* health probe flags work on the router too (the master probes) */
+	ck_assert_int_eq(flag("router", "--health-interval-ms", "200"), SY_OK);
+	ck_assert_int_eq(cfg.statebus.health_interval_ms, 200);
+}
+END_TEST
+
 START_TEST(test_oversized_input_is_refused)
 {
 	size_t n = SY_CONFIG_MAX_BYTES + 1;
@@ -828,6 +872,7 @@ int main(void)
 	tcase_add_test(tc, test_schema_engine_parses_bool_double_int64_and_u64);
 	tcase_add_test(tc, test_every_section_fits_the_duplicate_key_bitmap);
 	tcase_add_test(tc, test_prediction_keys_default_parse_flag_and_range_check);
+	tcase_add_test(tc, test_retry_flags_map_and_contradictions_are_refused);
 	suite_add_tcase(s, tc);
 
 	return sy_check_run(s);

@@ -217,6 +217,67 @@ START_TEST(test_pd_selection_and_stage_specific_503s)
 }
 END_TEST
 
+START_TEST(test_excluded_workers_are_never_selected_and_exhaust_to_503)
+{
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--policy", "round_robin", &cerr), SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	uint32_t a = plain("http://a"), b = plain("http://b");
+	plain("http://c");
+	struct worker_exclude ex = {.n = 2, .slots = {a, b}};
+	for (int i = 0; i < 6; i++) { /* round robin would reach a and b: never */
+		ck_assert_int_eq(router_select_excluding(gen, fx.r, &req, RF_NOW, &ex, &sel, &err), SY_OK);
+		ck_assert_str_eq(sel.worker.id, "http://c");
+	}
+	ex.slots[ex.n++] = sel.worker.slot;
+	ck_assert_int_eq(router_select_excluding(gen, fx.r, &req, RF_NOW, &ex, &sel, &err), SY_EBUSY);
+	ck_assert_int_eq(err.status, 503);
+	ck_assert_str_eq(err.code, "no_healthy_workers");
+}
+END_TEST
+
+START_TEST(test_excluded_decode_moves_the_pd_pick_to_the_other_decode)
+{
+	ck_assert_int_eq(build(pd_bucket), SY_OK);
+	rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, true);
+	uint32_t d1 = rfx_worker(&fx, "http://d1", "default-model", STATEBUS_WORKER_DECODE, true);
+	rfx_worker(&fx, "http://d2", "default-model", STATEBUS_WORKER_DECODE, true);
+	struct worker_exclude ex = {.n = 1, .slots = {d1}};
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(router_select_excluding(gen, fx.r, &req, RF_NOW, &ex, &sel, &err), SY_OK);
+		ck_assert(sel.pd);
+		ck_assert_str_eq(sel.prefill.id, "http://p");
+		ck_assert_str_eq(sel.worker.id, "http://d2");
+	}
+}
+END_TEST
+
+START_TEST(test_breaker_filter_follows_the_generations_cb_threshold)
+{
+	/* an open breaker is a candidate filter only with --cb-threshold; its
+	 * cool-down comes from --cb-cool-down-secs */
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--cb-threshold", "2", &cerr), SY_OK);
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--cb-cool-down-secs", "10", &cerr), SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	uint32_t a = plain("http://a");
+	plain("http://b");
+	for (int i = 0; i < 2; i++)
+		statebus_breaker_report(fx.r, a, rfx_gen(&fx, a), 2, STATEBUS_CB_FAILURE, RF_NOW - RF_SEC);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_eq(sel_run(), SY_OK);
+		ck_assert_str_eq(sel.worker.id, "http://b");
+	}
+	/* 10 s after the opening the next selection may carry the probe */
+	bool probe = false;
+	for (int i = 0; i < 20 && !probe; i++) {
+		ck_assert_int_eq(router_select(gen, fx.r, &req, RF_NOW + 9 * RF_SEC, &sel, &err), SY_OK);
+		probe = strcmp(sel.worker.id, "http://a") == 0;
+		ck_assert(!probe || sel.worker.cb_probe);
+	}
+	ck_assert(probe);
+	ck_assert_uint_eq(sel.worker.cb_probe_ns, RF_NOW + 9 * RF_SEC);
+}
+END_TEST
+
 START_TEST(test_default_buckets_follow_the_static_fleet_roles)
 {
 	ck_assert_int_eq(build("workers:\n"
@@ -448,6 +509,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_table_moving_under_the_snapshot_reselects_once);
 	tcase_add_test(tc, test_generation_reference_counting);
 	tcase_add_test(tc, test_no_region_is_503);
+	tcase_add_test(tc, test_excluded_workers_are_never_selected_and_exhaust_to_503);
+	tcase_add_test(tc, test_excluded_decode_moves_the_pd_pick_to_the_other_decode);
+	tcase_add_test(tc, test_breaker_filter_follows_the_generations_cb_threshold);
 	suite_add_tcase(s, tc);
 	return s;
 }
