@@ -3,8 +3,10 @@
  * event loop inside the test: Content-Length and chunked bodies, keep-alive
  * reuse, truncated chunked bodies (inside a chunk, after a whole chunk)
  * ending in an error, a peer close before the head, the head timeout,
- * connect refused, cancel from a callback, and the one fresh-connection
- * retry of a reused socket the peer dropped.
+ * connect refused, cancel from a callback, the one fresh-connection
+ * retry of a reused socket the peer dropped (reported to the hook), and
+ * held exchanges (rt_exchange_connect: connected, written only on send;
+ * fresh; a peer close while held).
  */
 #include <check.h>
 #include <netinet/in.h>
@@ -484,6 +486,80 @@ START_TEST(test_reused_socket_dropped_by_the_peer_is_replaced_once)
 }
 END_TEST
 
+static unsigned replaced;
+static void count_replaced(void) { replaced++; }
+
+START_TEST(test_replacing_a_dead_kept_alive_socket_is_reported)
+{
+	rt_client_init(loop, 2000, count_replaced);
+	replaced = 0;
+	script.resp = CL_RESP;
+	struct rt_exchange x;
+	struct result r = {0};
+	rt_exchange_init(&x, &cbs, &r);
+	exchange(&x, &r, NULL);
+	script.close_now = true;
+	struct result r2 = {0};
+	x.data = &r2;
+	exchange(&x, &r2, NULL);
+	ck_assert_uint_eq(replaced, 1);
+	rt_exchange_dispose(&x);
+}
+END_TEST
+
+START_TEST(test_held_exchange_connects_and_writes_only_when_sent)
+{
+	script.resp = CL_RESP;
+	struct rt_exchange x;
+	struct result r = {0};
+	rt_exchange_init(&x, &cbs, &r);
+	rt_exchange_connect(&x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
+			    NULL, false);
+	run_until(&r.connected, 2000);
+	ck_assert(r.connected);
+	run_for(50);
+	ck_assert_uint_eq(connections, 1);
+	ck_assert_uint_eq(requests, 0); /* connected, nothing written */
+	ck_assert(!r.done);
+	rt_exchange_send(&x);
+	run_until(&r.done, 2000);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_eq(r.end, rt_exchange_eos);
+	ck_assert_uint_eq(requests, 1);
+	/* fresh: a kept-alive socket is idle now, but a new one is made */
+	struct result r2 = {0};
+	x.data = &r2;
+	rt_exchange_connect(&x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
+			    NULL, true);
+	run_until(&r2.connected, 2000);
+	ck_assert_uint_eq(connections, 2);
+	rt_exchange_send(&x);
+	run_until(&r2.done, 2000);
+	ck_assert_int_eq(r2.status, 200);
+	rt_exchange_dispose(&x);
+}
+END_TEST
+
+START_TEST(test_held_exchange_whose_peer_closes_ends_in_on_head)
+{
+	struct rt_exchange x;
+	struct result r = {0};
+	rt_exchange_init(&x, &cbs, &r);
+	rt_exchange_connect(&x, up, h2o_iovec_init(REQ, sizeof(REQ) - 1), h2o_iovec_init("hi", 2),
+			    NULL, true);
+	run_until(&r.connected, 2000);
+	ck_assert(r.connected);
+	run_for(20);
+	for (size_t i = 0; i < sizeof(srv_socks) / sizeof(srv_socks[0]); i++)
+		if (srv_socks[i] != NULL)
+			srv_close(srv_socks[i]);
+	run_until(&r.done, 2000);
+	ck_assert_ptr_eq(r.head_err, rt_exchange_closed);
+	ck_assert_uint_eq(requests, 0);
+	rt_exchange_dispose(&x);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("router/upstream/client");
@@ -502,6 +578,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_connect_refused_is_reported_to_on_connect);
 	tcase_add_test(tc, test_cancel_from_on_head_stops_callbacks_and_drops_the_socket);
 	tcase_add_test(tc, test_reused_socket_dropped_by_the_peer_is_replaced_once);
+	tcase_add_test(tc, test_replacing_a_dead_kept_alive_socket_is_reported);
+	tcase_add_test(tc, test_held_exchange_connects_and_writes_only_when_sent);
+	tcase_add_test(tc, test_held_exchange_whose_peer_closes_ends_in_on_head);
 	suite_add_tcase(s, tc);
 	return s;
 }
