@@ -286,6 +286,19 @@ static int check_breaker(const struct ctx *c, const struct row *r, struct sy_con
 		      "(--cb-threshold N) to turn it on, or remove it");
 }
 
+static int check_retry(const struct ctx *c, const struct row *r, struct sy_config_error *err)
+{
+	const struct sy_cfg_field *f =
+		sy_cfg_find(section_of("router"), r->c.key, strlen(r->c.key));
+	if (c->cfg->router.retry_max_retries > 0 || !sy_cfg_is_set(f, &c->cfg->router))
+		return SY_OK;
+	char key[64];
+	snprintf(key, sizeof(key), "router.%s", r->c.key);
+	return refuse(c->cfg, err, no_mark, key,
+		      "only read when retries are on; use router.retry_max_retries "
+		      "(--retry-max-retries N, or --retry-once) to turn them on, or remove it");
+}
+
 static int check_headers(const struct ctx *c, const struct row *r, struct sy_config_error *err)
 {
 	const struct sy_cfg_field *f =
@@ -432,7 +445,16 @@ static const struct row rows[] = {
 	ALWAYS("router", "no_decision_headers", "router response headers"),
 	ALWAYS("router", "cb_threshold", "router breaker"),
 	CHECK("router", "cb_cool_down_secs", "router.cb_threshold > 0", check_breaker),
-	ALWAYS("router", "retry_once", "router dispatch"),
+	ALWAYS("router", "retry_once", "router dispatch (retries)"),
+	ALWAYS("router", "retry_max_retries", "router dispatch (retries)"),
+	CHECK("router", "retry_initial_backoff_ms", "router.retry_max_retries > 0", check_retry),
+	CHECK("router", "retry_max_backoff_ms", "router.retry_max_retries > 0", check_retry),
+	CHECK("router", "retry_backoff_multiplier", "router.retry_max_retries > 0", check_retry),
+	CHECK("router", "retry_jitter_factor", "router.retry_max_retries > 0", check_retry),
+	ALWAYS("router", "disable_retries", "router dispatch (retries)"),
+	ALWAYS("router", "upstream_pool_idle_timeout_secs", "router upstream socket pool"),
+	ALWAYS("router", "stall_timeout_secs", "router stall detection"),
+	ALWAYS("router", "health_unknown_grace_secs", "router master health prober (no statebus)"),
 	ALWAYS("router", "override_sampling_params", "router body rewrite"),
 	CHECK("router", "sampling_param_conflict", "router.override_sampling_params",
 	      check_sampling),
@@ -444,10 +466,10 @@ static const struct row rows[] = {
 	ALWAYS("router", "upstream_client", "router upstream"),
 	ALWAYS("statebus", "control_endpoint", "statebus control socket, router admin"),
 	ALWAYS("statebus", "query_endpoint", "statebus remote prefix queries"),
-	ALWAYS("statebus", "health_interval_ms", "statebus health prober"),
-	ALWAYS("statebus", "health_timeout_ms", "statebus health prober"),
-	ALWAYS("statebus", "health_failure_threshold", "statebus health prober"),
-	ALWAYS("statebus", "health_success_threshold", "statebus health prober"),
+	ALWAYS("statebus", "health_interval_ms", "statebus / router master health prober"),
+	ALWAYS("statebus", "health_timeout_ms", "statebus / router master health prober"),
+	ALWAYS("statebus", "health_failure_threshold", "statebus / router master health prober"),
+	ALWAYS("statebus", "health_success_threshold", "statebus / router master health prober"),
 	ALWAYS("statebus", "discovery_timeout_ms", "statebus discovery"),
 	ALWAYS("statebus", "discovery_attempts", "statebus discovery"),
 	ALWAYS("statebus", "discovery_backoff_ms", "statebus discovery"),
