@@ -123,7 +123,8 @@ static void local_init(struct sbd *d, uint32_t slot, uint32_t gen, const struct 
 	w->disc = SBD_DISC_PENDING;
 	w->disc_next_ns = now;
 	w->health_inflight = false;
-	w->health_next_ns = now; /* a new worker is unknown until probed: probe at once */
+	/* a worker never checked is unknown (not picked) until probed: at once */
+	w->health_next_ns = rec->health_checked_ns ? now + ms(d->cfg.statebus.health_interval_ms) : now;
 	w->health_ok_streak = 0;
 	w->order = d->next_order++;
 }
