@@ -240,10 +240,13 @@ int main(int argc, char **argv)
 	/* Without a statebus the master probes health (prober.h); the first
 	 * answers are awaited (≤ 1 s) so the workers start with a known fleet. */
 	struct rt_prober *prober = rt_prober_create(statebus_workers_capacity(region), sy_mono_ns());
-	if (prober == NULL)
-		sy_warn("health prober unavailable: degraded-mode workers stay as registered");
+	if (prober == NULL) {
+		sy_error("cannot start the health prober (libcurl or memory): without it no worker "
+			 "would ever be picked while no statebus runs");
+		return 1;
+	}
 	for (uint64_t until = sy_mono_ns() + 1000000000u;
-	     prober != NULL && !rt_statebus_live(region) && sy_mono_ns() < until;) {
+	     !rt_statebus_live(region) && sy_mono_ns() < until;) {
 		rt_prober_tick(prober, region, cfg0, sy_mono_ns(), true);
 		if (rt_prober_settled(prober, region))
 			break;

@@ -17,7 +17,7 @@
  *   sent (statebus_health_probe_ok);
  * - router.health_unknown_grace_secs (default 0): for that long after the
  *   prober started, a worker registered unknown counts as healthy until its
- *   first result (degraded.c registers it so); afterwards a worker still
+ *   first result (standalone.c registers it so); afterwards a worker still
  *   never answered is unhealthy.
  * Transfers run on a libcurl multi handle driven without blocking from
  * the master's loop; nothing waits longer than one tick.
