@@ -12,6 +12,8 @@
  * answered within the delay costs no system call; a longer one costs two
  * epoll_ctl. So a client that leaves is noticed within about 50 ms of its
  * close (at most the delay plus one loop turn after the request started).
+ * A client that only shuts down its sending side counts as gone too (HTTP/1
+ * clients do not half-close while they wait for an answer).
  */
 #ifndef SY_ROUTER_CLIENT_WATCH_H
 #define SY_ROUTER_CLIENT_WATCH_H
