@@ -95,6 +95,13 @@ struct sy_config_worker {
 	struct sy_config_mark mark; /* the entry's mapping */
 };
 
+/* A PD worker from SGLang's --prefill URL [PORT] / --decode URL flags. */
+struct sy_config_pd_flag {
+	char *url;          /* normalised worker ID */
+	int role;           /* SY_ROLE_PREFILL or SY_ROLE_DECODE */
+	int bootstrap_port; /* 0: from the engine */
+};
+
 struct sy_config_log {
 	int level;  /* enum sy_log_level (debug|info|warn|error|off) */
 	int format; /* enum sy_log_format (text|json) */
@@ -110,18 +117,34 @@ struct sy_config_state {
 
 struct sy_config_tokenizer {
 	int kind;   /* enum sy_tokenizer_kind */
-	char *path; /* directory with tokenizer.json; NULL absent */
+	char *path; /* directory holding tokenizer.json, or the tokenizer.json
+		       file itself; NULL absent. Given without `kind`, kind is
+		       hf (SGLang --tokenizer-path) */
+	char *model_path;    /* SGLang --model-path: a local model directory whose
+				tokenizer.json is used when `path` is absent (kind
+				hf); a hub model id is refused (no network) */
+	char *chat_template; /* SGLang --chat-template: a file with the chat
+				template that replaces the one in
+				tokenizer_config.json; NULL absent */
 	struct sy_config_mark mark;
 };
 
 /* Most re-dispatches of one request (router.retry_max_retries). */
 #define WORKER_RETRIES_MAX 15
+/* router.metrics_names: which names /metrics exposes. */
+enum sy_metrics_names {
+	SY_METRICS_SWITCHYARD = 0, /* switchyard_* */
+	SY_METRICS_SGLANG = 1,     /* the SGLang router's names (docs/router.md) */
+	SY_METRICS_BOTH = 2,       /* both sets */
+};
 
 struct sy_config_router {
 	char *host;                /* listen address */
 	int port;                  /* listen port, 1..65535 */
 	int processes;             /* worker processes under the master */
-	int request_timeout_secs;  /* whole-request upstream timeout */
+	int request_timeout_secs;  /* whole request, from dispatch to the last
+				      byte of the response (SGLang semantics) */
+	int header_timeout_secs;   /* dispatch → response headers */
 	int shutdown_drain_secs;   /* drain time on SIGTERM */
 	uint64_t max_body_bytes;   /* request bodies above → 413 */
 	uint64_t max_pending_body_bytes; /* request-body bytes all connections of a
@@ -182,6 +205,19 @@ struct sy_config_router {
 	int tps_slo_policy;        /* enum sy_slo_policy, header x-sgl-tps-slo */
 	char *upstream_client;     /* "lean": the one upstream client
 	                              (router/upstream/client.h); other values refused */
+	/* SGLang router compatibility (README "Coming from SGLang's router"). */
+	bool pd_disaggregation;    /* SGLang --pd-disaggregation: the fleet is
+				      prefill + decode workers (--prefill/--decode) */
+	char *prometheus_host;     /* metrics listener address; NULL absent */
+	int prometheus_port;       /* metrics listener port, 0 = ephemeral; -1
+				      absent. The listener runs when either is
+				      given (defaults 0.0.0.0:29000, SGLang's) */
+	int metrics_names;         /* enum sy_metrics_names */
+	char **cors_allowed_origins; /* origins answered with CORS headers ("*" any) */
+	size_t n_cors_allowed_origins;
+	char **request_id_headers; /* request headers whose value becomes the
+				      request ID, first present wins (lower-case) */
+	size_t n_request_id_headers;
 };
 
 enum sy_sampling_conflict {
@@ -303,6 +339,9 @@ struct sy_config_statebus {
 	int health_timeout_ms;        /* one /health probe */
 	int health_failure_threshold; /* consecutive failures → unhealthy */
 	int health_success_threshold; /* consecutive successes → healthy again */
+	char *health_endpoint;        /* path probed on each worker ("/health") */
+	bool disable_health_check;    /* no probes: workers stay healthy (passive
+	                                 failures and breakers still apply) */
 	int discovery_timeout_ms;     /* one GET /server_info attempt */
 	int discovery_attempts;       /* attempts per discovery round */
 	int discovery_backoff_ms;     /* first retry delay, doubling */
@@ -340,6 +379,9 @@ struct sy_config {
 
 	char *source;                    /* name of the last file loaded, or NULL */
 	bool worker_urls_from_flags;     /* --worker-urls given: it names the fleet */
+	struct sy_config_pd_flag *pd_flags; /* --prefill / --decode, n_pd_flags of them
+					       (folded into workers by finish) */
+	size_t n_pd_flags;
 };
 
 #endif

@@ -294,6 +294,38 @@ static int read_key_file(const char *path, const char *file_key, const char *key
 	return SY_OK;
 }
 
+/* statebus.health_endpoint: an absolute request path without spaces. */
+static int hook_http_path(const char *in, size_t len, char **out, const char **why)
+{
+	bool ok = len > 0 && len < 200 && in[0] == '/';
+	for (size_t i = 0; ok && i < len; i++)
+		ok = (unsigned char)in[i] > 0x20 && (unsigned char)in[i] < 0x7f;
+	if (!ok) {
+		*why = "must be an absolute path such as /health (no spaces, < 200 bytes)";
+		return SY_EINVAL;
+	}
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
+/* router.cors_allowed_origins: "*" or an origin "scheme://host[:port]". */
+static int hook_origin(const char *in, size_t len, char **out, const char **why)
+{
+	bool ok = (len == 1 && in[0] == '*') ||
+		  (len > 7 && len < 256 && (memmem(in, len, "://", 3) != NULL) && in[len - 1] != '/');
+	for (size_t i = 0; ok && i < len; i++)
+		ok = (unsigned char)in[i] > 0x20 && (unsigned char)in[i] < 0x7f && in[i] != ',';
+	if (!ok) {
+		*why = "must be an origin such as https://app.example.com (scheme://host[:port], "
+		       "no path) or *";
+		return SY_EINVAL;
+	}
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
@@ -304,6 +336,7 @@ static const char *const log_level_names[] = {"debug", "info", "warn", "error", 
 static const char *const log_format_names[] = {"text", "json", NULL};
 static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
 static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
+static const char *const metrics_names_names[] = {"switchyard", "sglang", "both", NULL};
 
 #define KV struct sy_config_kv_events
 static const struct sy_cfg_field kv_fields[] = {
@@ -354,6 +387,8 @@ static const struct sy_cfg_section state_section =
 static const struct sy_cfg_field tokenizer_fields[] = {
 	SY_CFG_ENUM_F(T, kind, tokenizer_names, SY_TOKENIZER_BYTES),
 	SY_CFG_STR_F(T, path, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(T, model_path, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_STR_F(T, chat_template, NULL, SY_CFG_NULLABLE, NULL),
 };
 static const struct sy_cfg_section tokenizer_section =
 	SY_CFG_SECTION("tokenizer", T, offsetof(T, mark), tokenizer_fields);
@@ -364,7 +399,8 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_STR_F(R, host, "127.0.0.1", 0, NULL),
 	SY_CFG_INT_F(R, port, 1, 65535, 30000, 0),
 	SY_CFG_INT_F(R, processes, 1, 256, 1, 0),
-	SY_CFG_INT_F(R, request_timeout_secs, 1, 86400, 300, 0),
+	SY_CFG_INT_F(R, request_timeout_secs, 1, 86400, 1800, 0),
+	SY_CFG_INT_F(R, header_timeout_secs, 1, 86400, 300, 0),
 	SY_CFG_INT_F(R, shutdown_drain_secs, 0, 3600, 30, 0),
 	SY_CFG_U64_F(R, max_body_bytes, 1, 1ull << 32, 32ull << 20),
 	SY_CFG_U64_F(R, max_pending_body_bytes, 1, 1ull << 40, 256ull << 20),
@@ -402,6 +438,14 @@ static const struct sy_cfg_field router_fields[] = {
 	SY_CFG_ENUM_F(R, ttft_slo_policy, slo_policy_names, SY_SLO_DISABLED),
 	SY_CFG_ENUM_F(R, tps_slo_policy, slo_policy_names, SY_SLO_DISABLED),
 	SY_CFG_STR_F(R, upstream_client, "lean", 0, hook_upstream_client),
+	SY_CFG_BOOL_F(R, pd_disaggregation, false),
+	SY_CFG_STR_F(R, prometheus_host, NULL, SY_CFG_NULLABLE, NULL),
+	SY_CFG_INT_F(R, prometheus_port, 0, 65535, -1, 0),
+	SY_CFG_ENUM_F(R, metrics_names, metrics_names_names, SY_METRICS_SWITCHYARD),
+	SY_CFG_STRLIST_F(R, cors_allowed_origins, n_cors_allowed_origins, SY_CFG_NO_OFF, 64,
+			 hook_origin),
+	SY_CFG_STRLIST_F(R, request_id_headers, n_request_id_headers, SY_CFG_NO_OFF, 16,
+			 hook_header_name),
 };
 static const struct sy_cfg_section router_section =
 	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);
@@ -415,6 +459,8 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, health_timeout_ms, 10, 600000, 5000, 0),
 	SY_CFG_INT_F(B, health_failure_threshold, 1, 1000, 3, 0),
 	SY_CFG_INT_F(B, health_success_threshold, 1, 1000, 2, 0),
+	SY_CFG_STR_F(B, health_endpoint, "/health", 0, hook_http_path),
+	SY_CFG_BOOL_F(B, disable_health_check, false),
 	SY_CFG_INT_F(B, discovery_timeout_ms, 10, 600000, 2000, 0),
 	SY_CFG_INT_F(B, discovery_attempts, 1, 100, 3, 0),
 	SY_CFG_INT_F(B, discovery_backoff_ms, 1, 60000, 100, 0),
@@ -574,6 +620,9 @@ void sy_config_free(struct sy_config *cfg)
 		return;
 	sy_cfg_free(&root_section, cfg);
 	free(cfg->source);
+	for (size_t i = 0; i < cfg->n_pd_flags; i++)
+		free(cfg->pd_flags[i].url);
+	free(cfg->pd_flags);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -748,6 +797,13 @@ static int flag_fleet(struct sy_config *cfg, struct sy_config_error *err)
 		}
 		fleet[k].url = cfg->worker_urls[k]; /* moved */
 		cfg->worker_urls[k] = NULL;
+		for (size_t p = 0; p < cfg->n_pd_flags; p++) {
+			if (strcmp(cfg->pd_flags[p].url, fleet[k].url) != 0)
+				continue;
+			fleet[k].role = cfg->pd_flags[p].role;
+			if (cfg->pd_flags[p].bootstrap_port > 0)
+				fleet[k].bootstrap_port = cfg->pd_flags[p].bootstrap_port;
+		}
 	}
 	/* The file's fleet goes; the new one (complete or not: entries never
 	 * reached are zeroed) is owned by cfg. */
@@ -1096,6 +1152,13 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 			     (unsigned long long)cfg->router.max_pending_body_bytes,
 			     (unsigned long long)cfg->router.max_body_bytes,
 			     (unsigned long long)cfg->router.max_body_bytes);
+		return SY_ECONFIG;
+	}
+	if (cfg->n_pd_flags > 0 && !cfg->router.pd_disaggregation) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none,
+			     cfg->pd_flags[0].role == SY_ROLE_PREFILL ? "--prefill" : "--decode",
+			     "needs --pd-disaggregation (router.pd_disaggregation: true), as in "
+			     "SGLang's router");
 		return SY_ECONFIG;
 	}
 	if (cfg->router.tokenizer.kind == SY_TOKENIZER_HF && cfg->router.tokenizer.path == NULL) {

@@ -134,6 +134,20 @@ int sy_config_flag_to_key(const char *section, const char *flag, char *key, size
 int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char *flag,
 			 const char *value, struct sy_config_error *err);
 
+/* Whether `flag` (in `section`, as sy_config_flag_to_key) sets a list key
+ * (--worker-urls, --cors-allowed-origins, ...): such a flag takes several
+ * values. */
+bool sy_config_flag_is_list(const char *section, const char *flag);
+
+/* Adds a PD worker given on the command line (SGLang --prefill URL
+ * [BOOTSTRAP_PORT], --decode URL): the URL joins the flags' fleet (as
+ * --worker-urls) with `role` (SY_ROLE_PREFILL or SY_ROLE_DECODE) and, for
+ * a prefill worker, `bootstrap_port` ("none", "null" or absent: from the
+ * engine's /server_info). Errors name `flag`: a bad URL, a port out of
+ * 1..65535, the same URL twice. Returns 0, SY_ECONFIG or SY_ENOMEM. */
+int sy_config_add_pd_worker(struct sy_config *cfg, const char *flag, int role, const char *url,
+			    const char *bootstrap_port, struct sy_config_error *err);
+
 /* Completes `cfg` after the file and the flags: builds the fleet (workers):
  * without --worker-urls, the file's workers followed by its worker_urls as
  * plain workers; with --worker-urls, exactly those URLs, each taking the

@@ -257,6 +257,7 @@ static int check_tokenizer(const struct ctx *c, const struct row *r, struct sy_c
 		return refuse(c->cfg, err, t->mark, "router.tokenizer.path",
 			      "only read with router.tokenizer.kind hf (--tokenizer hf); use "
 			      "kind hf, or remove the path");
+
 	if (strcmp(r->c.key, "chat_template_fallback") == 0 && c->cfg->router.chat_template_fallback)
 		return refuse(c->cfg, err, no_mark, "router.chat_template_fallback",
 			      "only read with router.tokenizer.kind hf (the other tokenizers "
@@ -424,12 +425,21 @@ static const struct row rows[] = {
 	ALWAYS("router", "host", "router listener"),
 	ALWAYS("router", "port", "router listener"),
 	ALWAYS("router", "processes", "router master (worker processes)"),
-	ALWAYS("router", "request_timeout_secs", "router dispatch"),
+	ALWAYS("router", "request_timeout_secs", "router dispatch (the whole request)"),
+	ALWAYS("router", "header_timeout_secs", "router dispatch (until the response head)"),
+	ALWAYS("router", "pd_disaggregation", "the default buckets, /readiness"),
+	ALWAYS("router", "prometheus_host", "router master (metrics listener)"),
+	ALWAYS("router", "prometheus_port", "router master (metrics listener)"),
+	ALWAYS("router", "metrics_names", "router /metrics"),
+	ALWAYS("router", "cors_allowed_origins", "router CORS filter"),
+	ALWAYS("router", "request_id_headers", "router request IDs"),
 	ALWAYS("router", "shutdown_drain_secs", "router master (SIGTERM drain)"),
 	ALWAYS("router", "max_body_bytes", "router request path (413)"),
 	ALWAYS("router", "max_pending_body_bytes", "router edge (body budget, 503)"),
 	ALWAYS("tokenizer", "kind", "router prepare (tokenizer)"),
 	CHECK("tokenizer", "path", "router.tokenizer.kind hf", check_tokenizer),
+	ALWAYS("tokenizer", "model_path", "router tokenizer (hf, when no tokenizer path)"),
+	ALWAYS("tokenizer", "chat_template", "router tokenizer (hf chat template)"),
 	CHECK("router", "chat_template_fallback", "router.tokenizer.kind hf", check_tokenizer),
 	ALWAYS("router", "disable_input_ids_forwarding", "router prepare"),
 	ALWAYS("router", "access_log", "router access log"),
@@ -470,6 +480,8 @@ static const struct row rows[] = {
 	ALWAYS("statebus", "health_timeout_ms", "statebus / router master health prober"),
 	ALWAYS("statebus", "health_failure_threshold", "statebus / router master health prober"),
 	ALWAYS("statebus", "health_success_threshold", "statebus / router master health prober"),
+	ALWAYS("statebus", "health_endpoint", "statebus / router master health prober"),
+	ALWAYS("statebus", "disable_health_check", "statebus / router master health prober"),
 	ALWAYS("statebus", "discovery_timeout_ms", "statebus discovery"),
 	ALWAYS("statebus", "discovery_attempts", "statebus discovery"),
 	ALWAYS("statebus", "discovery_backoff_ms", "statebus discovery"),

@@ -10,7 +10,11 @@
  */
 #include "common/config.h"
 #include "common/config_schema.h"
+#include "common/config_sglang.h"
 #include "common/errors.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -105,12 +109,6 @@ static const struct flag_alias legacy[] = {
 	{"--prefix-cache-min-share", "dropped; use the cache-aware candidate thresholds"},
 	{"--bucket-config", "legacy static buckets are not accepted; use `buckets` in the "
 			    "configuration file"},
-	{"--pd-disaggregation", "roles and bootstrap ports come from /server_info; use "
-				"workers[] entries (role, bootstrap_port) or --worker-urls"},
-	{"--prefill", "roles and bootstrap ports come from /server_info; use workers[] entries "
-		      "with role prefill and bootstrap_port, or --worker-urls"},
-	{"--decode", "roles come from /server_info; use workers[] entries with role decode, or "
-		     "--worker-urls"},
 	{"--fuse", "the fused score is not offered; use --policy cache_aware (prefix affinity "
 		   "with its load guards) or --policy power_of_n"},
 	{"--stable-pair", "not needed: session_aware binds each stage of a session per bucket "
@@ -190,7 +188,17 @@ int sy_config_flag_to_key(const char *section, const char *flag, char *key, size
 		n = snprintf(key, cap, "%s", mapped);
 		return (size_t)n >= cap ? SY_ENOSPC : SY_EUNSUPPORTED;
 	}
-	if ((mapped = lookup(settled, flag)) != NULL || (mapped = lookup(admission, flag)) != NULL) {
+	const struct sy_sglang_flag *sg = sy_sglang_flag(flag);
+	if (sg != NULL && (sg->action == SY_SGLANG_REFUSE || sg->action == SY_SGLANG_ROUTER)) {
+		n = snprintf(key, cap, "%s%s",
+			     sg->action == SY_SGLANG_ROUTER ? "only switchyard-router takes it: " : "",
+			     sg->why);
+		return (size_t)n >= cap ? SY_ENOSPC : SY_EUNSUPPORTED;
+	}
+	if (sg != NULL && sg->key != NULL) {
+		n = snprintf(key, cap, "%s", sg->key);
+	} else if ((mapped = lookup(settled, flag)) != NULL ||
+		   (mapped = lookup(admission, flag)) != NULL) {
 		n = snprintf(key, cap, "%s", mapped);
 	} else {
 		if (section != NULL && section[0] != '\0') {
@@ -243,11 +251,136 @@ static int apply_worker_urls(struct sy_config *cfg, const struct sy_cfg_field *f
 	return SY_OK;
 }
 
+/* A list flag other than --worker-urls: its values (separated by commas or
+ * spaces) replace the list. */
+static int apply_list(void *obj, const struct sy_cfg_field *f, const char *flag,
+		      const char *value, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	static const char seps[] = ", \t\n";
+	char why[256];
+
+	sy_cfg_clear_list(f, obj);
+	for (const char *p = value; *p;) {
+		p += strspn(p, seps);
+		size_t len = strcspn(p, seps);
+		if (len == 0)
+			break;
+		int rc = sy_cfg_set_scalar(f, obj, p, len, false, none, why, sizeof(why));
+		if (rc != SY_OK) {
+			sy_cfg_error(err, rc, NULL, none, flag, "\"%.*s\": %s",
+				     (int)(len > 200 ? 200 : len), p, why);
+			return rc;
+		}
+		p += len;
+	}
+	return SY_OK;
+}
+
+/* An integer flag whose key is `scale` times finer (seconds → ms): checks
+ * the range in the flag's own unit, then writes the scaled value. */
+static int scale_value(const struct sy_cfg_field *f, unsigned scale, const char *flag,
+		       const char *value, char *out, size_t cap, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	long long lo = (f->min + (int64_t)scale - 1) / (int64_t)scale, hi = f->max / (int64_t)scale;
+	char *end;
+	errno = 0;
+	long long v = strtoll(value, &end, 10);
+	if (errno != 0 || end == value || *end != '\0' || v < lo || v > hi) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, flag, "must be an integer in %lld..%lld",
+			     lo, hi);
+		return SY_ECONFIG;
+	}
+	snprintf(out, cap, "%lld", v * (long long)scale);
+	return SY_OK;
+}
+
+/* Looks `value` up in a VALUES map "FROM=TO;...": true with *to (borrowed
+ * into `map`, *to_len bytes, possibly empty) when listed. */
+static bool map_value(const char *map, const char *value, const char **to, size_t *to_len)
+{
+	size_t vl = strlen(value);
+	for (const char *p = map; *p;) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ';');
+		if (end == NULL)
+			end = p + strlen(p);
+		if (eq != NULL && eq < end && (size_t)(eq - p) == vl && memcmp(p, value, vl) == 0) {
+			*to = eq + 1;
+			*to_len = (size_t)(end - eq - 1);
+			return true;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+int sy_config_add_pd_worker(struct sy_config *cfg, const char *flag, int role, const char *url,
+			    const char *bootstrap_port, struct sy_config_error *err)
+{
+	static const struct sy_config_mark none = {0, 0};
+	const struct sy_cfg_field *f = resolve("worker_urls", NULL);
+	int port = 0;
+
+	if (err != NULL)
+		memset(err, 0, sizeof(*err));
+	if (url == NULL || url[0] == '\0') {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, flag, "needs a worker URL");
+		return SY_ECONFIG;
+	}
+	if (bootstrap_port != NULL && strcmp(bootstrap_port, "none") != 0 &&
+	    strcmp(bootstrap_port, "null") != 0) {
+		char *end;
+		errno = 0;
+		long v = strtol(bootstrap_port, &end, 10);
+		if (role != SY_ROLE_PREFILL || errno != 0 || end == bootstrap_port || *end != '\0' ||
+		    v < 1 || v > 65535) {
+			sy_cfg_error(err, SY_ECONFIG, NULL, none, flag,
+				     role == SY_ROLE_PREFILL
+					     ? "bootstrap port \"%.40s\": must be an integer in "
+					       "1..65535 or none"
+					     : "takes one URL (\"%.40s\" is extra)",
+				     bootstrap_port);
+			return SY_ECONFIG;
+		}
+		port = (int)v;
+	}
+	size_t before = cfg->n_worker_urls;
+	int rc = apply_worker_urls(cfg, f, flag, url, err);
+	if (rc != SY_OK)
+		return rc;
+	if (cfg->n_worker_urls != before + 1) {
+		sy_cfg_error(err, SY_ECONFIG, NULL, none, flag, "takes one URL, got \"%.80s\"", url);
+		return SY_ECONFIG;
+	}
+	struct sy_config_pd_flag *grown =
+		realloc(cfg->pd_flags, (cfg->n_pd_flags + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return SY_ENOMEM;
+	cfg->pd_flags = grown;
+	struct sy_config_pd_flag *pf = &grown[cfg->n_pd_flags];
+	if ((pf->url = strdup(cfg->worker_urls[before])) == NULL)
+		return SY_ENOMEM;
+	pf->role = role;
+	pf->bootstrap_port = port;
+	cfg->n_pd_flags++;
+	return SY_OK;
+}
+
+bool sy_config_flag_is_list(const char *section, const char *flag)
+{
+	char key[512];
+	if (sy_config_flag_to_key(section, flag, key, sizeof(key)) != SY_OK)
+		return false;
+	const struct sy_cfg_field *f = resolve(key, NULL);
+	return f != NULL && f->type == SY_CFG_STRLIST;
+}
+
 int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char *flag,
 			 const char *value, struct sy_config_error *err)
 {
 	static const struct sy_config_mark none = {0, 0};
-	char name[FLAG_MAX], key[384], why[256];
+	char name[FLAG_MAX], key[512], why[256];
 	const char *eq;
 
 	if (err != NULL)
@@ -281,6 +414,30 @@ int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char 
 
 	void *obj = cfg;
 	const struct sy_cfg_field *f = resolve(key, &obj);
+	const struct sy_sglang_flag *sg = sy_sglang_flag(name);
+	char scaled[32], mapped[64];
+	if (sg != NULL && sg->action == SY_SGLANG_SET) {
+		if (value != NULL && strcmp(value, "true") != 0) {
+			sy_cfg_error(err, SY_ECONFIG, NULL, none, name, "takes no value");
+			return SY_ECONFIG;
+		}
+		value = sg->value;
+	} else if (sg != NULL && sg->action == SY_SGLANG_VALUES) {
+		const char *to;
+		size_t to_len;
+		if (value == NULL || !map_value(sg->value, value, &to, &to_len)) {
+			sy_cfg_error(err, SY_ECONFIG, NULL, none, name, "%s", sg->why);
+			return SY_ECONFIG;
+		}
+		if (to_len == 0)
+			return SY_OK; /* the value is switchyard's fixed behaviour */
+		snprintf(mapped, sizeof(mapped), "%.*s", (int)to_len, to);
+		value = mapped;
+	} else if (sg != NULL && sg->scale > 1 && value != NULL && f->type == SY_CFG_INT) {
+		if ((rc = scale_value(f, sg->scale, name, value, scaled, sizeof(scaled), err)) != SY_OK)
+			return rc;
+		value = scaled;
+	}
 	if (f->type == SY_CFG_MAP || f->type == SY_CFG_SEQ) {
 		sy_cfg_error(err, SY_ECONFIG, NULL, none, name,
 			     "%s is a section; set its keys in the configuration file", key);
@@ -293,8 +450,10 @@ int sy_config_apply_flag(struct sy_config *cfg, const char *section, const char 
 		}
 		value = "true";
 	}
-	if (f->type == SY_CFG_STRLIST)
+	if (f->type == SY_CFG_STRLIST && f == resolve("worker_urls", NULL))
 		return apply_worker_urls(cfg, f, name, value, err);
+	if (f->type == SY_CFG_STRLIST)
+		return apply_list(obj, f, name, value, err);
 	rc = sy_cfg_set_scalar(f, obj, value, strlen(value), false, none, why, sizeof(why));
 	if (rc != SY_OK)
 		sy_cfg_error(err, rc, NULL, none, name, "%s", why);

@@ -51,17 +51,40 @@
 static void usage(void)
 {
 	printf("usage: switchyard-router [--config FILE] [--check-config] [flags]\n"
+	       "       switchyard-router --help | --version\n"
 	       "  --host ADDR (127.0.0.1)  --port N (30000)  --processes N (1)\n"
 	       "  --worker-urls URL...  --model-id NAME  --shm PATH\n"
-	       "  --request-timeout-secs N (300)  --stream-idle-timeout-secs N (180)\n"
-	       "  --shutdown-drain-secs N (30)  --max-body-bytes N (33554432)\n"
+	       "  --pd-disaggregation --prefill URL [BOOTSTRAP_PORT] --decode URL\n"
+	       "  --policy P  --prefill-policy P  --decode-policy P\n"
+	       "  --request-timeout-secs N (1800, whole request)  --header-timeout-secs N (300)\n"
+	       "  --stream-idle-timeout-secs N (180)  --shutdown-drain-secs N (30)\n"
+	       "  --max-body-bytes N, --max-payload-size N (33554432)\n"
+	       "  --health-check-interval-secs N  --health-check-timeout-secs N\n"
+	       "  --health-check-endpoint PATH  --disable-health-check\n"
+	       "  --prometheus-host ADDR  --prometheus-port N  --metrics-names switchyard|sglang|both\n"
+	       "  --cors-allowed-origins ORIGIN...  --request-id-headers NAME...\n"
+	       "  --tokenizer bytes|hf|off  --tokenizer-path DIR|FILE  --model-path DIR\n"
+	       "  --chat-template FILE\n"
 	       "  --cb-threshold N (0 = off)  --cb-cool-down-secs N (30)  --retry-once\n"
 	       "  --override-sampling-params JSON  --sampling-param-conflict reject|allow\n"
 	       "  --no-decision-headers  --access-log PATH  --admin-api-key KEY\n"
 	       "  --max-connections-per-worker N (256)\n"
 	       "  --log-level debug|info|warn|error  --log-format text|json\n"
-	       "  --policy, admission and bucket flags: see docs/router.md\n"
-	       "Every flag has a YAML key under router: (DESIGN.md §5).\n");
+	       "  admission, cache_aware and bucket flags: see docs/router.md\n"
+	       "Every flag has a YAML key under router: (DESIGN.md §5); SGLang router flags are\n"
+	       "mapped or refused with their replacement (README \"Coming from SGLang's router\").\n");
+}
+
+/* Prints every line of `err` prefixed with the program name. */
+static void print_errors(const char *err)
+{
+	for (const char *p = err; *p;) {
+		size_t n = strcspn(p, "\n");
+		fprintf(stderr, "switchyard-router: %.*s\n", (int)n, p);
+		p += n;
+		if (*p == '\n')
+			p++;
+	}
 }
 
 static volatile sig_atomic_t m_term, m_hup, m_chld;
@@ -170,9 +193,9 @@ static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region
 	/* Child: its own handle on the region (the master's is not shared). */
 	statebus_region_close(region);
 	struct router_gen *gen = NULL;
-	char err[512];
-	int check, help;
-	if (router_gen_from_args(g_argc, g_argv, 1, &gen, &check, &help, err, sizeof(err)) != 0 ||
+	static char err[ROUTER_CMDLINE_ERR_MAX];
+	struct router_cmdline cl;
+	if (router_gen_from_args(g_argc, g_argv, 1, &gen, &cl, err, sizeof(err)) != 0 ||
 	    gen == NULL) {
 		sy_error("worker %u: %s", index, err);
 		_exit(1);
@@ -185,8 +208,8 @@ static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region
 
 int main(int argc, char **argv)
 {
-	char err[512];
-	int check_only, help;
+	static char err[ROUTER_CMDLINE_ERR_MAX];
+	struct router_cmdline cl;
 	g_argc = argc;
 	g_argv = argv;
 	sy_log_init("router", SY_LOG_INFO, SY_LOG_TEXT);
@@ -194,18 +217,22 @@ int main(int argc, char **argv)
 	 * statebus) is built here, so --check-config and start-up refuse what a
 	 * worker process would refuse. */
 	struct router_gen *mg = NULL;
-	if (router_gen_from_args(argc, argv, 0, &mg, &check_only, &help, err, sizeof(err)) != 0 ||
-	    (!help && check_edge(&mg->cfg, err, sizeof(err)) != 0)) {
-		if (help) {
-			usage();
-			return 0;
-		}
-		fprintf(stderr, "switchyard-router: %s\n", err);
-		return 2;
-	}
-	if (help) {
+	int grc = router_gen_from_args(argc, argv, 0, &mg, &cl, err, sizeof(err));
+	if (cl.help) {
 		usage();
 		return 0;
+	}
+	if (cl.version) {
+		printf("switchyard-router %s\n", SY_VERSION);
+		return 0;
+	}
+	if (grc == 0 && check_edge(&mg->cfg, err, sizeof(err)) != 0) {
+		router_gen_unref(mg);
+		grc = SY_ECONFIG;
+	}
+	if (grc != 0) {
+		print_errors(err);
+		return 2;
 	}
 	/* The first generation stays referenced: its settings (listener,
 	 * processes, region) hold for the master's life; reloads reach the
@@ -213,7 +240,7 @@ int main(int argc, char **argv)
 	struct router_gen *first = router_gen_ref(mg);
 	const struct sy_config *cfg0 = &first->cfg;
 	sy_log_init("router", (enum sy_log_level)cfg0->log.level, (enum sy_log_format)cfg0->log.format);
-	if (check_only) {
+	if (cl.check_only) {
 		printf("configuration OK: %zu worker(s), %d process(es), listen %s:%d\n",
 		       cfg0->n_workers, cfg0->router.processes, cfg0->router.host, cfg0->router.port);
 		router_gen_unref(first);
@@ -326,8 +353,8 @@ int main(int argc, char **argv)
 			m_hup = 0;
 			sd_notify(0, "RELOADING=1");
 			struct router_gen *g = NULL;
-			int c, h;
-			if (router_gen_from_args(argc, argv, 0, &g, &c, &h, err, sizeof(err)) != 0 ||
+			struct router_cmdline c;
+			if (router_gen_from_args(argc, argv, 0, &g, &c, err, sizeof(err)) != 0 ||
 			    g == NULL || check_edge(&g->cfg, err, sizeof(err)) != 0) {
 				if (g != NULL)
 					router_gen_unref(g);

@@ -248,10 +248,10 @@ static int install_tls(const struct sy_config_router *rc)
 
 static void reload(void)
 {
-	char err[512];
-	int check, help;
+	static char err[ROUTER_CMDLINE_ERR_MAX];
+	struct router_cmdline cl;
 	struct router_gen *g = NULL;
-	if (router_gen_from_args(rt_w.argc, rt_w.argv, rt_w.gen->number + 1, &g, &check, &help, err,
+	if (router_gen_from_args(rt_w.argc, rt_w.argv, rt_w.gen->number + 1, &g, &cl, err,
 				 sizeof(err)) != 0 || g == NULL) {
 		sy_error("reload: keeping the current configuration: %s", err);
 		return;
@@ -317,9 +317,10 @@ static void setup_h2o(void)
 	rt_w.accept_ctx.hosts = rt_w.hconf.hosts;
 	install_tls(rc);
 
-	uint64_t head_ms = (uint64_t)rc->request_timeout_secs * 1000;
+	uint64_t head_ms = (uint64_t)rc->header_timeout_secs * 1000;
 	uint64_t idle_ms = (uint64_t)rc->stream_idle_timeout_secs * 1000;
 	h2o_timeout_init(rt_w.loop, &rt_w.head_timeout, head_ms);
+	h2o_timeout_init(rt_w.loop, &rt_w.request_timeout, (uint64_t)rc->request_timeout_secs * 1000);
 	h2o_timeout_init(rt_w.loop, &rt_w.idle_timeout, idle_ms);
 	h2o_timeout_init(rt_w.loop, &rt_w.prefill_timeout, head_ms + idle_ms);
 	rt_client_init(rt_w.loop, (uint64_t)rc->upstream_pool_idle_timeout_secs * 1000,

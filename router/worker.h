@@ -60,7 +60,8 @@ struct router_worker {
 
 	/* Upstream timeouts (forward.c, admin.c; the upstream client is
 	 * router/upstream/client.h). */
-	h2o_timeout_t head_timeout;      /* --request-timeout-secs: until response headers */
+	h2o_timeout_t head_timeout;      /* --header-timeout-secs: until response headers */
+	h2o_timeout_t request_timeout;   /* --request-timeout-secs: the whole request */
 	h2o_timeout_t idle_timeout;      /* --stream-idle-timeout-secs: between body reads */
 	h2o_timeout_t prefill_timeout;   /* detached PD prefill, whole request */
 	struct rt_upstreams *upstreams;  /* connection facts and idle sockets per worker (pool.h) */

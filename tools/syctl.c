@@ -783,6 +783,7 @@ int main(int argc, char **argv)
 		{"shm", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{"max-workers", required_argument, NULL, OPT_MAX_WORKERS},
 		{"max-dp-ranks", required_argument, NULL, OPT_MAX_RANKS},
 		{"max-procs", required_argument, NULL, OPT_MAX_PROCS},
@@ -801,13 +802,14 @@ int main(int argc, char **argv)
 	int c, li = -1;
 	bool create_opts = false;
 	/* GNU getopt permutes: options may come before or after the command. */
-	while ((c = getopt_long(argc, argv, "s:jh", longopts, &li)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:jhV", longopts, &li)) != -1) {
 		int bad = 0;
 		uint32_t *dst = NULL;
 		switch (c) {
 		case 's': o.shm = optarg; break;
 		case 'j': o.json = true; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("syctl %s\n", SY_VERSION); return 0;
 		case OPT_MAX_WORKERS: dst = &o.params.max_workers; break;
 		case OPT_MAX_RANKS: dst = &o.params.max_dp_ranks; break;
 		case OPT_MAX_PROCS: dst = &o.params.max_procs; break;

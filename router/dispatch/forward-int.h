@@ -40,8 +40,10 @@ struct fwd {
 	h2o_iovec_t head;           /* request head (pool) */
 	uint64_t room;              /* PD: first bootstrap_room of `body` (logs) */
 	struct rt_upstream *up;
-	struct rt_exchange ux;      /* plain worker, or the PD decode leg */
+	struct rt_exchange ux;      /* plain worker, or the PD decode leg (its head
+	                               timer: --header-timeout-secs) */
 	h2o_timeout_entry_t idle_timer;
+	h2o_timeout_entry_t request_timer; /* --request-timeout-secs: the whole request */
 	h2o_timeout_entry_t retry_timer; /* backoff before the next attempt */
 	uint64_t retry_due_ns;
 	struct selection next;      /* the attempt after the backoff */
@@ -61,6 +63,7 @@ struct fwd {
 	bool eos;                   /* upstream finished (or was cut) */
 	bool body_error;            /* upstream body broke off */
 	bool idle_timed_out;
+	bool expired;               /* --request-timeout-secs passed: no retry */
 	bool final_sent;
 	bool streaming;             /* text/event-stream */
 	bool buffering;             /* a non-streamed body held until complete */

@@ -449,7 +449,7 @@ static void on_retry_tick(h2o_timeout_entry_t *e)
 static bool try_retry(struct fwd *f, const struct selected_worker *failed, const char *msg)
 {
 	const struct sy_config_router *rc = &f->gen->cfg.router;
-	if (f->req == NULL || f->cancelled || f->res_started ||
+	if (f->req == NULL || f->cancelled || f->res_started || f->expired ||
 	    (int)f->attempts > rc->retry_max_retries)
 		return false;
 	if (!worker_exclude_has(&f->ex, failed->slot)) {
@@ -536,19 +536,24 @@ static void fail_exchange(struct fwd *f, const char *err)
 	record_worker_outcome(f, RT_OUT_ERROR);
 	if (err == rt_exchange_timed_out)
 		rt_fwd_fail(f, &f->sel.worker, retryable, 504, "upstream_timeout",
-			    "the worker did not answer within --request-timeout-secs");
+			    "the worker did not answer within --header-timeout-secs");
 	else
 		rt_fwd_fail(f, &f->sel.worker, retryable, 502, "upstream_unreachable", err);
 }
 
 /* ---- upstream callbacks -------------------------------------------------- */
 
-static void on_idle_timeout(h2o_timeout_entry_t *e)
+/* Cuts a started response (`idle`: the stream idle timeout, else the
+ * whole-request timeout): what was read still goes out, then the response
+ * ends incomplete. */
+static void cut_response(struct fwd *f, bool idle)
 {
-	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, idle_timer));
+	const char *why = idle ? "stream idle timeout" : "request timeout";
+	if (h2o_timeout_is_linked(&f->idle_timer))
+		h2o_timeout_unlink(&f->idle_timer);
 	rt_exchange_cancel(&f->ux);
 	stall_end(f);
-	sy_warn("stream idle timeout at %s", f->sel.worker.id);
+	sy_warn("%s at %s", why, f->sel.worker.id);
 	f->idle_timed_out = true;
 	f->eos = true;
 	f->body_error = true;
@@ -556,12 +561,41 @@ static void on_idle_timeout(h2o_timeout_entry_t *e)
 	h2o_buffer_t **b = &f->ux.body, *t = f->tail;
 	f->tail = *b;
 	*b = t;
-	breaker_report(f, STATEBUS_CB_FAILURE);
-	if (f->streaming)
-		rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_IDLE_TIMEOUT);
+	if (idle) {
+		breaker_report(f, STATEBUS_CB_FAILURE);
+		if (f->streaming)
+			rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_IDLE_TIMEOUT);
+	} else {
+		record_worker_outcome(f, RT_OUT_ERROR);
+		if (f->streaming)
+			rt_metrics_stream(rt_w.metrics, rt_w.index, RT_STREAM_UPSTREAM_ERROR);
+	}
 	if (f->sel.pd)
-		rt_pd_decode_failed(f, PD_STAGE_DECODE, "stream idle timeout");
+		rt_pd_decode_failed(f, PD_STAGE_DECODE, why);
 	do_send(f);
+}
+
+static void on_idle_timeout(h2o_timeout_entry_t *e)
+{
+	cut_response((struct fwd *)((char *)e - offsetof(struct fwd, idle_timer)), true);
+}
+
+/* --request-timeout-secs passed (SGLang's whole-request timeout): before
+ * the response head, 504 without a retry; after it, the response is cut. */
+static void on_request_timeout(h2o_timeout_entry_t *e)
+{
+	struct fwd *f = (struct fwd *)((char *)e - offsetof(struct fwd, request_timer));
+	f->expired = true;
+	if (f->eos || f->req == NULL || f->cancelled || f->final_sent)
+		return;
+	if (f->started) {
+		cut_response(f, false);
+		return;
+	}
+	if (h2o_timeout_is_linked(&f->retry_timer))
+		h2o_timeout_unlink(&f->retry_timer);
+	rt_fwd_fail(f, &f->sel.worker, false, 504, "upstream_timeout",
+		    "the request did not complete within --request-timeout-secs");
 }
 
 static void arm_idle(struct fwd *f)
@@ -806,6 +840,8 @@ static void fwd_dispose(void *p)
 	rt_exchange_dispose(&f->ux);
 	if (h2o_timeout_is_linked(&f->idle_timer))
 		h2o_timeout_unlink(&f->idle_timer);
+	if (h2o_timeout_is_linked(&f->request_timer))
+		h2o_timeout_unlink(&f->request_timer);
 	guard_release(f);
 	stall_end(f);
 	rt_fwd_breaker_release(&f->sel.worker);
@@ -842,6 +878,8 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 	f->t_start = ir->t_start_ns;
 	f->idle_timer.cb = on_idle_timeout;
 	f->retry_timer.cb = on_retry_tick;
+	f->request_timer.cb = on_request_timeout;
+	h2o_timeout_link(rt_w.loop, &rt_w.request_timeout, &f->request_timer);
 	h2o_buffer_init(&f->sending, &h2o_socket_buffer_prototype);
 	h2o_buffer_init(&f->tail, &h2o_socket_buffer_prototype);
 	rt_exchange_init(&f->ux, &fwd_cb, f);

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "router/core/buf.h"
+#include "router/core/generation.h"
 #include "router/http/error_body.h"
 #include "router/worker.h"
 
@@ -29,15 +30,49 @@ int rt_access_log_open(const char *path)
 	return 0;
 }
 
+static bool usable_id(h2o_iovec_t v)
+{
+	bool ok = v.len > 0 && v.len <= 128;
+	for (size_t k = 0; ok && k < v.len; k++)
+		ok = v.base[k] > 0x20 && v.base[k] < 0x7f;
+	return ok;
+}
+
 h2o_iovec_t rt_request_id(h2o_req_t *req)
 {
 	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
+	const struct sy_config_router *rc = rt_w.gen != NULL ? &rt_w.gen->cfg.router : NULL;
+	if (rc != NULL && rc->n_request_id_headers > 0) {
+		/* --request-id-headers: the first listed header with a usable
+		 * value is the ID; it travels upstream and back as x-request-id
+		 * (set once: a later call finds it equal). */
+		for (size_t k = 0; k < rc->n_request_id_headers; k++) {
+			const char *name = rc->request_id_headers[k];
+			ssize_t j = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+			if (j < 0 || !usable_id(req->headers.entries[j].value))
+				continue;
+			h2o_iovec_t v = req->headers.entries[j].value;
+			if (i == j || (i >= 0 && h2o_memis(req->headers.entries[i].value.base,
+							   req->headers.entries[i].value.len, v.base,
+							   v.len)))
+				return v;
+			if (i >= 0)
+				h2o_delete_header(&req->headers, i);
+			h2o_add_header_by_str(&req->pool, &req->headers, H2O_STRLIT("x-request-id"), 0,
+					      NULL, v.base, v.len);
+			return v;
+		}
+		/* None: a client x-request-id that is not listed is not the ID,
+		 * unless an earlier call generated it (sy-...). */
+		if (i >= 0 && !(req->headers.entries[i].value.len > 3 &&
+				memcmp(req->headers.entries[i].value.base, "sy-", 3) == 0)) {
+			h2o_delete_header(&req->headers, i);
+			i = -1;
+		}
+	}
 	if (i >= 0) {
 		h2o_iovec_t v = req->headers.entries[i].value;
-		bool ok = v.len > 0 && v.len <= 128;
-		for (size_t k = 0; ok && k < v.len; k++)
-			ok = v.base[k] > 0x20 && v.base[k] < 0x7f;
-		if (ok)
+		if (usable_id(v))
 			return v;
 		/* Unusable client value: replace it (the replacement is what
 		 * travels upstream and back). */

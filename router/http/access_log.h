@@ -18,9 +18,11 @@
  * a log already open is replaced. Returns 0, or -1 with errno. */
 int rt_access_log_open(const char *path);
 
-/* The request's x-request-id (client value when it is 1..128 printable
- * bytes, else a generated "sy-<pid>-<seq>-<rand>" that replaces it in the
- * request headers, so it travels upstream), memoised in the request. */
+/* The request's ID: the value of the first --request-id-headers header
+ * present (default: x-request-id) when it is 1..128 printable bytes, else
+ * a generated "sy-<pid>-<seq>-<rand>". It is kept in the request headers
+ * as x-request-id, so it travels upstream and back, and later calls find
+ * it there. */
 h2o_iovec_t rt_request_id(h2o_req_t *req);
 
 /* Appends one line for `req` (answered with `status` by `worker`, a worker

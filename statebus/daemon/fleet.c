@@ -639,7 +639,8 @@ void sbd_fleet_timers(struct sbd *d, uint64_t now)
 			w->scrape_inflight = true;
 			w->scrape_next_ns = now + ms(iv);
 		}
-		if (!w->health_inflight && now >= health_due(d, w) &&
+		if (!d->cfg.statebus.disable_health_check && !w->health_inflight &&
+		    now >= health_due(d, w) &&
 		    sbd_http_submit(d->http, SBD_HTTP_HEALTH, s, w->gen, w->rec.id) == SY_OK) {
 			w->health_inflight = true;
 			w->health_sent_ns = now;

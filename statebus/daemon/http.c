@@ -10,7 +10,7 @@
  * attempt a timeout (default 2 s), up to N attempts (3) with a backoff of
  * 100 ms doubling — a timer here, never a sleep; retried on network errors
  * and 5xx, never on 4xx (vLLM's /v1/models and /version alike). Health:
- * one GET /health per job, 2xx = ok. /metrics: one attempt per job.
+ * one GET of statebus.health_endpoint (/health) per job, 2xx = ok. /metrics: one attempt per job.
  * Bodies are capped at 1 MiB. The thread holds no region pointer.
  */
 #include <errno.h>
@@ -163,9 +163,12 @@ static void accept_job(struct sbd_http *h, struct job *j)
 		[SBD_HTTP_VLLM_MODELS] = "/v1/models", [SBD_HTTP_VLLM_VERSION] = "/version",
 		[SBD_HTTP_METRICS] = "/metrics",
 	};
-	snprintf(j->full, sizeof(j->full), "%s%s", j->url,
-		 j->kind >= SBD_HTTP_DISCOVER && j->kind <= SBD_HTTP_METRICS ? paths[j->kind]
-									     : "/health");
+	const char *path = j->kind >= SBD_HTTP_DISCOVER && j->kind <= SBD_HTTP_METRICS
+				   ? paths[j->kind]
+				   : "/health";
+	if (j->kind == SBD_HTTP_HEALTH && h->o.health_endpoint != NULL)
+		path = h->o.health_endpoint;
+	snprintf(j->full, sizeof(j->full), "%s%s", j->url, path);
 	if (!begin(h, j))
 		complete(h, j);
 }

@@ -53,11 +53,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: switchyard-statebus [--config FILE] [--check-config]\n"
+		"       switchyard-statebus --help | --version\n"
 		"         [--worker-urls URL...] [--shm PATH] [--shm-group GROUP]\n"
 		"         [--log-level debug|info|warn|error]\n"
 		"         [--log-format text|json] [--control-endpoint EP]\n"
 		"         [--health-interval-ms N] [--health-timeout-ms N]\n"
 		"         [--health-failure-threshold N] [--health-success-threshold N]\n"
+		"         [--health-endpoint PATH] [--disable-health-check]\n"
 		"         [--discovery-timeout-ms N] [--discovery-attempts N]\n"
 		"         [--discovery-backoff-ms N] [--discovery-retry-ms N]\n"
 		"         [--replay-timeout-ms N] [--heartbeat-interval-ms N]\n"
@@ -383,6 +385,7 @@ static int start(struct sbd *d)
 		.health_timeout_ms = d->cfg.statebus.health_timeout_ms,
 		.discovery_attempts = d->cfg.statebus.discovery_attempts,
 		.discovery_backoff_ms = d->cfg.statebus.discovery_backoff_ms,
+		.health_endpoint = d->cfg.statebus.health_endpoint,
 	};
 	if (sbd_http_start(&d->http, &ho, &d->wake_fd) != SY_OK) {
 		sy_error("cannot start the HTTP thread");
@@ -447,6 +450,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+			printf("switchyard-statebus %s\n", SY_VERSION);
 			return 0;
 		}
 	}

@@ -253,6 +253,7 @@ struct sbd_http_opts {
 	long discovery_timeout_ms, health_timeout_ms;
 	int discovery_attempts;
 	long discovery_backoff_ms;
+	const char *health_endpoint; /* path of the health probe (borrowed) */
 };
 /* Starts the HTTP thread; *wake_fd becomes readable when results wait. */
 int sbd_http_start(struct sbd_http **out, const struct sbd_http_opts *o, int *wake_fd);

@@ -196,7 +196,7 @@ LOG = tempfile.mktemp(prefix="sy-upstream-", suffix=".log")
 
 def main():
     eng = Engine()
-    p, port, shm = start_router(["http://127.0.0.1:%d" % eng.port], "--request-timeout-secs", "1")
+    p, port, shm = start_router(["http://127.0.0.1:%d" % eng.port], "--header-timeout-secs", "1")
     try:
         st, h, b, ok = post(port, "cl")
         check(st == 200 and b == SMALL and ok, "content-length answer: %s %r" % (st, b))
@@ -265,7 +265,7 @@ def main():
         check(st == 502 and h.get("x-router-error-code") == "upstream_body_incomplete",
               "chunked close before the first body byte: %s %s %r" % (st, h.get("x-router-error-code"), b))
 
-        # Header timeout (--request-timeout-secs 1): 504.
+        # Header timeout (--header-timeout-secs 1): 504.
         t0 = time.time()
         st, h, b, ok = post(port, "silent")
         check(st == 504 and h.get("x-router-error-code") == "upstream_timeout", "header timeout: %s %r" % (st, b))

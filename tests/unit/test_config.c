@@ -53,7 +53,8 @@ START_TEST(test_defaults_match_the_design_sketch)
 	ck_assert_str_eq(cfg.router.host, "127.0.0.1");
 	ck_assert_int_eq(cfg.router.port, 30000);
 	ck_assert_int_eq(cfg.router.processes, 1);
-	ck_assert_int_eq(cfg.router.request_timeout_secs, 300);
+	ck_assert_int_eq(cfg.router.request_timeout_secs, 1800);
+	ck_assert_int_eq(cfg.router.header_timeout_secs, 300);
 	ck_assert_int_eq(cfg.router.shutdown_drain_secs, 30);
 	ck_assert_uint_eq(cfg.router.max_body_bytes, 32u << 20);
 	ck_assert_uint_eq(cfg.router.max_pending_body_bytes, 256u << 20);

@@ -45,7 +45,8 @@ static const char usage[] =
 	"  --engine sglang|vllm         engine to emulate (sglang); vllm: vLLM's HTTP API,\n"
 	"                               /metrics, KV events (map form, 32-byte ids), no LoadStat\n"
 	"  --lora-modules A[,B...]      vllm: LoRA adapter names served (at most 8)\n"
-	"  --log-level L                debug|info|warn|error (info)\n";
+	"  --log-level L                debug|info|warn|error (info)\n"
+	"  -h, --help                   this text;  -V, --version  the version\n";
 
 static int num(const char *name, const char *s, long long lo, long long hi, long long *out)
 {
@@ -64,7 +65,7 @@ enum {
 	F_HOST = 256, F_PORT, F_MODEL, F_KV, F_LOAD, F_REPLAY, F_TOPIC, F_ENC, F_RFRAMES, F_RSTEPS,
 	F_MEDIUM, F_DP, F_BS, F_CACHE, F_TOK, F_TOKPATH, F_MAXRUN, F_PREFILL, F_DECODE, F_MAXTOK,
 	F_PD, F_BPORT, F_PDTO, F_SPEC, F_FAIL, F_STALL, F_DROP, F_SKIP, F_SEED, F_LOADINT, F_MAXBODY, F_LOG,
-	F_ENGINE, F_LORA, F_HELP,
+	F_ENGINE, F_LORA, F_HELP, F_VERSION,
 };
 
 static const struct option opts[] = {
@@ -83,7 +84,7 @@ static const struct option opts[] = {
 	{"drop-after-tokens", 1, 0, F_DROP}, {"skip-seq-every", 1, 0, F_SKIP}, {"seed", 1, 0, F_SEED},
 	{"load-interval-ms", 1, 0, F_LOADINT}, {"max-body-bytes", 1, 0, F_MAXBODY}, {"log-level", 1, 0, F_LOG},
 	{"engine", 1, 0, F_ENGINE}, {"lora-modules", 1, 0, F_LORA}, {"help", 0, 0, F_HELP},
-	{0, 0, 0, 0},
+	{"version", 0, 0, F_VERSION}, {0, 0, 0, 0},
 };
 
 int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **log_level)
@@ -100,9 +101,13 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 	long long v;
 	int o;
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		const char *a = optarg;
-		const char *name = o >= F_HOST && o <= F_HELP ? opts[0].name : "?";
+		if (o == 'h')
+			o = F_HELP;
+		else if (o == 'V')
+			o = F_VERSION;
+		const char *name = o >= F_HOST && o <= F_VERSION ? opts[0].name : "?";
 		for (const struct option *p = opts; p->name; p++)
 			if (p->val == o) {
 				name = p->name;
@@ -204,6 +209,7 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 			break;
 		}
 		case F_HELP: fputs(usage, stdout); return 1;
+		case F_VERSION: printf("switchyard-mock-engine %s\n", SY_VERSION); return 1;
 		default: fputs(usage, stderr); return SY_EINVAL;
 		}
 #undef NUM
