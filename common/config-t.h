@@ -340,8 +340,9 @@ struct sy_config_statebus {
 	int health_failure_threshold; /* consecutive failures → unhealthy */
 	int health_success_threshold; /* consecutive successes → healthy again */
 	char *health_endpoint;        /* path probed on each worker ("/health") */
-	bool disable_health_check;    /* no probes: workers stay healthy (passive
-	                                 failures and breakers still apply) */
+	bool disable_health_check;    /* no probes: workers stay healthy, and no
+	                                 passive down or stall marks (nothing
+	                                 would clear them); breakers still apply */
 	int discovery_timeout_ms;     /* one GET /server_info attempt */
 	int discovery_attempts;       /* attempts per discovery round */
 	int discovery_backoff_ms;     /* first retry delay, doubling */

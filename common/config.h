@@ -198,8 +198,9 @@ const struct sy_config_consumer *sy_config_consumer(size_t i);
 int sy_config_check_consumed(const struct sy_config *cfg, struct sy_config_error *err);
 
 /* The stages of the default buckets built without `buckets` (the rule of
- * router/core/generation.c): *plain when the static fleet has plain
- * workers or none, *pd when it has prefill or decode workers. */
+ * router/core/generation.c): both (the buckets follow the roles the workers
+ * table holds, configured or reported by the engines), or prefill + decode
+ * only with router.pd_disaggregation. */
 void sy_config_default_stages(const struct sy_config *cfg, bool *plain, bool *pd);
 
 /* Per-model buckets: whether bucket `b` of `cfg` serves `model` (`len`

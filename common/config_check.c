@@ -580,14 +580,11 @@ const struct sy_config_consumer *sy_config_consumer(size_t i)
 
 void sy_config_default_stages(const struct sy_config *cfg, bool *plain, bool *pd)
 {
-	*plain = cfg->n_workers == 0;
-	*pd = false;
-	for (size_t i = 0; i < cfg->n_workers; i++) {
-		if (cfg->workers[i].role == SY_ROLE_PLAIN)
-			*plain = true;
-		else
-			*pd = true;
-	}
+	/* Both kinds: the default buckets follow the roles in the workers
+	 * table, configured or reported by the engines (generation.h); PD
+	 * mode declares prefill + decode only. */
+	*plain = !cfg->router.pd_disaggregation;
+	*pd = true;
 }
 
 /* A policy / admission row over every group. */

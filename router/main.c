@@ -4,8 +4,9 @@
  *
  * The master loads and checks the configuration, opens (or creates) the
  * state-plane region, registers the static fleet when no statebus runs
- * (standalone.c), creates the listening socket — or takes the one systemd
- * passes (switchyard-router.socket, sd_listen_fds) — and the shared metrics
+ * and discovers it (core/standalone.c; health: core/prober.c), creates the
+ * listening socket — or takes the one systemd passes
+ * (switchyard-router.socket, sd_listen_fds) — and the shared metrics
  * mapping, then forks --processes worker processes (worker.c) that share
  * that socket. It then supervises:
  *   SIGCHLD  a worker that died is restarted with the same index (its
@@ -18,9 +19,10 @@
  *            copy, so new connections are refused, and finishes its
  *            requests within --shutdown-drain-secs, server.c); stragglers
  *            are killed 5 s after it.
- * Once a second it re-registers missing static workers (degraded mode)
- * and reaps dead process slots; every tick (50 ms) it drives the health
- * probes of degraded mode (prober.h).
+ * Its loop waits in the discovery transfers of standalone.c (at most 50 ms
+ * per turn) and drives the health probes of prober.h while no statebus
+ * runs; once a second it re-registers missing static workers and reaps
+ * dead process slots.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +38,8 @@
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -261,11 +265,18 @@ int main(int argc, char **argv)
 	else
 		sy_info("no live statebus: degraded mode, registering %zu static worker(s)",
 			cfg0->n_workers);
-	for (int tries = 0; tries < 50 && rt_degraded_register(region, cfg0) < 0; tries++)
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	struct rt_standalone *solo = NULL;
+	if (rt_standalone_create(&mg->cfg, &solo) != SY_OK) {
+		sy_error("out of memory");
+		return 1;
+	}
+	for (int tries = 0; tries < 50 && rt_standalone_register(solo, region) < 0; tries++)
 		usleep(20000);
 	rt_reap(region);
-	/* Without a statebus the master probes health (prober.h); the first
-	 * answers are awaited (≤ 1 s) so the workers start with a known fleet. */
+	/* Without a statebus the master discovers its engines (standalone.h)
+	 * and probes their health (prober.h); the first answers of both are
+	 * awaited (≤ 1 s) so the workers start with a known fleet. */
 	struct rt_prober *prober = rt_prober_create(statebus_workers_capacity(region), sy_mono_ns());
 	if (prober == NULL) {
 		sy_error("cannot start the health prober (libcurl or memory): without it no worker "
@@ -274,10 +285,10 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t until = sy_mono_ns() + 1000000000u;
 	     !rt_statebus_live(region) && sy_mono_ns() < until;) {
+		rt_standalone_tick(solo, region, 10);
 		rt_prober_tick(prober, region, cfg0, sy_mono_ns(), true);
-		if (rt_prober_settled(prober, region))
+		if (rt_prober_settled(prober, region) && rt_standalone_settled(solo))
 			break;
-		usleep(10000);
 	}
 
 	int listen_fd = open_listener(cfg0, err, sizeof(err));
@@ -327,7 +338,7 @@ int main(int argc, char **argv)
 	uint64_t last_tick = 0, term_deadline = 0;
 	bool terminating = false;
 	for (;;) {
-		usleep(50000); /* signals interrupt it */
+		rt_standalone_tick(solo, region, 50); /* signals end the wait early */
 		if (m_term && !terminating) {
 			terminating = true;
 			sd_notify(0, "STOPPING=1");
@@ -359,11 +370,13 @@ int main(int argc, char **argv)
 				if (g != NULL)
 					router_gen_unref(g);
 				sy_error("SIGHUP: configuration refused, keeping the running one: %s", err);
+			} else if (rt_standalone_configure(solo, &g->cfg) != SY_OK) {
+				sy_error("SIGHUP: out of memory, keeping the running configuration");
+				router_gen_unref(g);
 			} else {
 				router_gen_unref(mg);
 				mg = g;
-				mg = g;
-				rt_degraded_register(region, &mg->cfg);
+				rt_standalone_register(solo, region);
 				sy_info("SIGHUP: configuration OK, reloading the worker processes");
 				for (unsigned i = 0; i < procs; i++)
 					if (kids[i].pid > 0)
@@ -418,13 +431,15 @@ int main(int argc, char **argv)
 		rt_prober_tick(prober, region, &mg->cfg, now, !rt_statebus_live(region));
 		if (now - last_tick >= 1000000000u) {
 			last_tick = now;
-			rt_degraded_register(region, &mg->cfg);
+			rt_standalone_register(solo, region);
 			rt_reap(region);
 			rt_affinity_sweep(region, &mg->cfg, now);
 		}
 	}
 	rt_reap(region);
 	rt_prober_free(prober);
+	rt_standalone_destroy(solo);
+	curl_global_cleanup();
 	statebus_region_close(region);
 	router_gen_unref(mg);
 	router_gen_unref(first);

@@ -69,6 +69,11 @@ struct bucket {
 	char **models;             /* models served; none: every model no bucket
 				      of the resolver names (per-model resolution) */
 	size_t n_models;
+	bool follows_fleet;        /* a default bucket that applies only while the
+				      fleet has workers of its kind for the model
+				      (plain: plain workers, or no PD ones; PD:
+				      prefill or decode workers): engines report
+				      their roles at run time */
 	struct engine_group plain;
 	struct engine_group prefill;
 	struct engine_group decode;

@@ -140,3 +140,29 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
 	f->version++;
 	return true;
 }
+
+unsigned fleet_model_roles(const struct fleet *f, uint32_t idx)
+{
+	unsigned bits = 0;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->entries[i].model_idx == idx && f->entries[i].role < 8)
+			bits |= 1u << f->entries[i].role;
+	return bits;
+}
+
+uint32_t fleet_only_model(const struct fleet *f, size_t *n_models)
+{
+	uint32_t only = FLEET_NO_MODEL;
+	*n_models = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->entries[i].model_idx == only)
+			continue;
+		if (only != FLEET_NO_MODEL) {
+			*n_models = 2; /* at least */
+			return FLEET_NO_MODEL;
+		}
+		only = f->entries[i].model_idx;
+		*n_models = 1;
+	}
+	return only;
+}

@@ -78,4 +78,13 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
  * no worker (live or configured) serves it. */
 uint32_t fleet_model_index(const struct fleet *f, const char *name, size_t len);
 
+/* Bits (1 << enum statebus_worker_role) of the roles of the entries that
+ * serve model `idx`, healthy or not. O(entries). */
+unsigned fleet_model_roles(const struct fleet *f, uint32_t idx);
+
+/* The model every entry serves when they all serve one, else
+ * FLEET_NO_MODEL; *n_models is the number of distinct models of entries
+ * (0: no entry). */
+uint32_t fleet_only_model(const struct fleet *f, size_t *n_models);
+
 #endif

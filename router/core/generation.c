@@ -407,18 +407,18 @@ static int build_bucket(struct router_gen *g, struct bucket *b, size_t i, const 
 	return build_group(g, &b->decode, STAGE_DECODE, &cb->groups.decode, cfg, path, err);
 }
 
-/* Default buckets from the flags, per model (generation.h "Default
- * buckets"): one bucket per kind the static fleet has; with both kinds, the
- * bucket of model_id's kind serves every model, the other one lists its
- * models. */
+/* Catch-all buckets from the flags (generation.h "Default buckets"). */
 static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 			  struct sy_config_error *err)
 {
-	bool plain, pd;
+	/* Roles reported by the engines can add either kind at run time: both
+	 * are built and follow the fleet, unless PD mode is declared
+	 * (sy_config_default_stages). */
+	bool follow = !cfg->router.pd_disaggregation, plain, pd;
 	int rc;
 
 	sy_config_default_stages(cfg, &plain, &pd);
-	bool main_pd = !plain || sy_config_model_kind(cfg, cfg->model_id) == SY_MODEL_PD;
+
 	g->buckets = calloc(2, sizeof(struct bucket));
 	if (g->buckets == NULL)
 		return SY_ENOMEM;
@@ -432,10 +432,7 @@ static int build_defaults(struct router_gen *g, const struct sy_config *cfg,
 		b->max_input = BUCKET_UNBOUNDED;
 		b->max_context = BUCKET_UNBOUNDED;
 		b->pd = k == 1;
-		for (size_t i = 0; plain && pd && b->pd != main_pd && i < cfg->n_workers; i++)
-			if ((cfg->workers[i].role != SY_ROLE_PLAIN) == b->pd &&
-			    (rc = add_model(b, cfg->workers[i].model)) != SY_OK)
-				return rc;
+		b->follows_fleet = follow;
 		if (!b->pd) {
 			rc = build_group(g, &b->plain, STAGE_PLAIN, NULL, cfg, "policy", err);
 		} else {
@@ -454,6 +451,7 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	char why[256] = "";
 	int rc;
 
+	g->default_model_implicit = strcmp(cfg->model_id, SY_CONFIG_DEFAULT_MODEL_ID) == 0;
 	if ((g->default_model = strdup(cfg->model_id)) == NULL ||
 	    (g->session_header = strdup(cfg->router.session_id_header)) == NULL ||
 	    (g->routing_header = strdup(cfg->router.routing_key_header)) == NULL)
@@ -471,10 +469,13 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	}
 
 	fleet_init(&g->fleet, FLEET_DEFAULT_REFRESH_NS);
-	if ((rc = fleet_add_static_model(&g->fleet, cfg->model_id)) != SY_OK)
+	/* Served even before a worker registers: the models the configuration
+	 * names (not the built-in model_id, which engines rename). */
+	if (!g->default_model_implicit &&
+	    (rc = fleet_add_static_model(&g->fleet, cfg->model_id)) != SY_OK)
 		return rc;
 	for (size_t i = 0; i < cfg->n_workers; i++)
-		if (cfg->workers[i].model != NULL &&
+		if (cfg->workers[i].model != NULL && !cfg->workers[i].model_default &&
 		    (rc = fleet_add_static_model(&g->fleet, cfg->workers[i].model)) != SY_OK)
 			return rc;
 

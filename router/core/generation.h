@@ -24,14 +24,18 @@
  *
  * Default buckets: without `buckets` in the configuration, catch-all
  * buckets (limits unbounded, context unbounded, rank 0) are built from the
- * top-level policy (`--policy`, `--power-of-n-choices`, admission flags),
- * per model: "default" with a plain group when the static fleet has plain
- * workers or none at all, and "default-pd" (prefill: policy.prefill_policy
- * or policy.type; decode: policy.decode_policy, default power_of_n) when it
- * has prefill or decode workers. With both, the bucket of model_id's kind
- * serves every model and the other lists the models of its workers (a
- * model is one kind: sy_config_check_models), so a request resolves only
- * over its model's bucket.
+ * top-level policy (`--policy`, `--power-of-n-choices`, admission flags):
+ * "default" with a plain group and "default-pd" (prefill:
+ * policy.prefill_policy or policy.type; decode: policy.decode_policy,
+ * default power_of_n). Both follow the fleet (bucket.follows_fleet): the
+ * roles the workers table holds — configured, or reported by the engines —
+ * decide which one a request of a model tries, so discovered PD roles are
+ * served without configuration. With router.pd_disaggregation only
+ * "default-pd" is built.
+ *
+ * Default model: when model_id is not given, a request that names no model
+ * goes to the one model the fleet serves (router_select); the built-in
+ * model_id is then not listed as served.
  */
 #ifndef SY_ROUTER_GEN_H
 #define SY_ROUTER_GEN_H
@@ -72,6 +76,7 @@ struct router_gen {
 	struct sampling_override *sampling_override; /* router.override_sampling_params
 							parsed; NULL when not set */
 	char *default_model;           /* model_id */
+	bool default_model_implicit;   /* model_id was not given (the built-in one) */
 	struct bucket *buckets;        /* n_buckets, config order */
 	size_t n_buckets;
 	struct bucket_resolver resolver; /* over buckets, with the SLO policies */

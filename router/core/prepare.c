@@ -369,6 +369,7 @@ int router_prepare(const struct router_prepare_opts *opts, enum route route,
 	}
 
 	out->model = span_of(buf, &res.model);
+	out->model_defaulted = out->model.ptr == NULL;
 	if (out->model.ptr == NULL && opts->default_model != NULL) {
 		out->model.ptr = opts->default_model;
 		out->model.len = strlen(opts->default_model);

@@ -175,6 +175,7 @@ struct prefix_memo; /* router/policies/cache/cache_source.h: per-request
 struct pick_request {
 	enum route route;
 	struct router_span model;      /* from the body, else opts->default_model */
+	bool model_defaulted;          /* the body named no model */
 	uint64_t input_tokens;         /* tokens (largest batch item), or estimate */
 	bool tokens_estimated;         /* tokenizer "off": body-size estimate */
 	const uint32_t *token_ids;     /* first item's IDs, n_token_ids of them;

@@ -32,7 +32,8 @@ struct probe_slot {
 	bool healthy;          /* value to publish */
 	bool dirty;            /* `healthy` / checked not written yet */
 	uint64_t checked_ns;
-	char url[STATEBUS_WORKER_ID_MAX + 16];
+	int id_len;            /* bytes of the worker ID at the start of url */
+	char url[STATEBUS_WORKER_ID_MAX + 200]; /* ID + statebus.health_endpoint */
 };
 
 struct rt_prober {
@@ -120,7 +121,7 @@ static void result(struct rt_prober *p, struct statebus_region *r, uint32_t slot
 		unsigned cleared = statebus_health_probe_ok(r, slot, s->gen, s->sent_ns, now);
 		if (cleared)
 			sy_info("degraded mode: worker %.*s: health probe passed, %s cleared",
-				(int)(strlen(s->url) - strlen("/health")), s->url,
+				s->id_len, s->url,
 				cleared & STATEBUS_HEALTH_CLEARED_DOWN ? "passive down mark" : "stall");
 	} else {
 		s->ok_streak = 0;
@@ -130,7 +131,7 @@ static void result(struct rt_prober *p, struct statebus_region *r, uint32_t slot
 	}
 	if (was != s->healthy || !s->known)
 		sy_info("degraded mode: worker %.*s is %s%s%s",
-			(int)(strlen(s->url) - strlen("/health")), s->url,
+			s->id_len, s->url,
 			s->healthy ? "healthy" : "unhealthy", ok ? "" : ": ", ok ? "" : why);
 	s->known = true;
 	s->checked_ns = now;
@@ -155,11 +156,12 @@ static void reap(struct rt_prober *p, struct statebus_region *r, const struct sy
 		CURLcode rc = m->data.result;
 		if (slot < p->n && p->s[slot].easy == e) {
 			p->s[slot].easy = NULL;
-			char why[96];
+			char why[256];
 			if (rc != CURLE_OK)
 				snprintf(why, sizeof(why), "%s", curl_easy_strerror(rc));
 			else
-				snprintf(why, sizeof(why), "/health answered %ld", code);
+				snprintf(why, sizeof(why), "%s answered %ld", p->s[slot].url + p->s[slot].id_len,
+					 code);
 			result(p, r, slot, rc == CURLE_OK && code >= 200 && code < 300, cfg, now, why);
 		}
 		curl_multi_remove_handle(p->multi, e);
@@ -189,6 +191,31 @@ static int publish(struct rt_prober *p, struct statebus_region *r)
 	return n;
 }
 
+/* statebus.disable_health_check: no probes, every ACTIVE worker healthy. */
+static int all_healthy(struct rt_prober *p, struct statebus_region *r, uint64_t now)
+{
+	uint32_t cap = statebus_workers_capacity(r);
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct probe_slot *s = &p->s[i];
+		struct statebus_worker w;
+		stop_probe(p, s);
+		if (i >= cap || statebus_worker_read(r, i, &w) != SY_OK ||
+		    w.state != STATEBUS_WORKER_ACTIVE) {
+			s->gen = 0;
+			continue;
+		}
+		if (s->gen != w.generation || !s->known) {
+			memset(s, 0, sizeof(*s));
+			s->gen = w.generation;
+			s->known = true;
+			s->healthy = true;
+			s->checked_ns = now;
+			s->dirty = w.healthy == 0;
+		}
+	}
+	return publish(p, r);
+}
+
 int rt_prober_tick(struct rt_prober *p, struct statebus_region *r, const struct sy_config *cfg,
 		   uint64_t now_ns, bool active)
 {
@@ -201,6 +228,8 @@ int rt_prober_tick(struct rt_prober *p, struct statebus_region *r, const struct 
 		}
 		return 0;
 	}
+	if (cfg->statebus.disable_health_check)
+		return all_healthy(p, r, now_ns);
 	reap(p, r, cfg, now_ns);
 	bool grace_over = now_ns >= p->started_ns +
 				    (uint64_t)cfg->router.health_unknown_grace_secs * 1000000000u;
@@ -220,7 +249,8 @@ int rt_prober_tick(struct rt_prober *p, struct statebus_region *r, const struct 
 			s->known = w.health_checked_ns != 0;
 			s->healthy = w.healthy != 0;
 			s->checked_ns = w.health_checked_ns;
-			snprintf(s->url, sizeof(s->url), "%s/health", w.id);
+			s->id_len = (int)strlen(w.id);
+			snprintf(s->url, sizeof(s->url), "%s%s", w.id, cfg->statebus.health_endpoint);
 			s->next_ns = now_ns;
 		}
 		if (!s->known && grace_over && s->healthy) {

@@ -2,8 +2,8 @@
  * is live (degraded mode, docs/router.md): the statebus's job when it
  * runs (statebus/daemon/fleet.c), with the same settings and rules.
  *
- * Every ACTIVE worker of the workers table gets GET <url>/health (2xx =
- * pass) every statebus.health_interval_ms, each bounded by
+ * Every ACTIVE worker of the workers table gets GET <url> +
+ * statebus.health_endpoint (default /health; 2xx = pass) every statebus.health_interval_ms, each bounded by
  * statebus.health_timeout_ms; a worker a router process marked down or
  * stalled (statebus/health.c) is probed at once and then every 250 ms.
  * Results:
@@ -19,6 +19,8 @@
  *   prober started, a worker registered unknown counts as healthy until its
  *   first result (standalone.c registers it so); afterwards a worker still
  *   never answered is unhealthy.
+ * - statebus.disable_health_check: no probes; every ACTIVE worker is
+ *   healthy.
  * Transfers run on a libcurl multi handle driven without blocking from
  * the master's loop; nothing waits longer than one tick.
  */

@@ -62,10 +62,20 @@ static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *e
 	enum pick_outcome o = PICK_NO_CANDIDATES;
 	struct bucket_pick bp;
 
+	int roles = -1; /* of the request's model, read when a bucket follows the fleet */
+	uint32_t tried = 0;
 	for (size_t i = 0; i < n_order; i++) {
 		struct bucket *b = order[i];
+		if (b->follows_fleet) {
+			if (roles < 0)
+				roles = (int)fleet_model_roles(env->fleet, env->model_idx);
+			bool has_pd = (roles & (1 << STATEBUS_WORKER_PREFILL |
+						1 << STATEBUS_WORKER_DECODE)) != 0;
+			if (b->pd ? !has_pd : (has_pd && !(roles & 1 << STATEBUS_WORKER_PLAIN)))
+				continue;
+		}
 		o = bucket_pick_engines(b, env, &bp);
-		out->buckets_tried = (uint32_t)(i + 1);
+		out->buckets_tried = ++tried;
 		if (o == PICK_OK) {
 			out->pd = b->pd;
 			out->bucket_id = b->id;
@@ -85,6 +95,33 @@ static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *e
 		return o; /* invalid signal / configuration / outside candidates */
 	}
 	return o;
+}
+
+int router_select_default_model(struct router_gen *g, struct statebus_region *r,
+				struct pick_request *req, char *buf, size_t cap, uint64_t now_ns,
+				struct router_error *err)
+{
+	if (!req->model_defaulted || !g->default_model_implicit)
+		return SY_OK;
+	fleet_refresh(&g->fleet, r, now_ns, false);
+	if (fleet_model_index(&g->fleet, req->model.ptr, req->model.len) != FLEET_NO_MODEL)
+		return SY_OK;
+	size_t n_models;
+	uint32_t only = fleet_only_model(&g->fleet, &n_models);
+	if (only == FLEET_NO_MODEL && n_models == 0) {
+		router_error_set(err, 503, "no_healthy_workers", -1, "no worker is known yet");
+		return SY_EBUSY;
+	}
+	if (only == FLEET_NO_MODEL) {
+		router_error_set(err, 400, "bad_request", -1,
+				 "model: required, this router serves several models "
+				 "(GET /v1/models lists them)");
+		return SY_EINVAL;
+	}
+	snprintf(buf, cap, "%s", g->fleet.models[only]);
+	req->model.ptr = buf;
+	req->model.len = strlen(buf);
+	return SY_OK;
 }
 
 int router_select_begin(struct router_gen *g, struct statebus_region *r,
@@ -275,16 +312,20 @@ int router_select_excluding(struct router_gen *g, struct statebus_region *r,
 			    const struct worker_exclude *ex, struct selection *out,
 			    struct router_error *err)
 {
-	struct pick_request with_memo;
+	struct pick_request local = *req;
+	char model_buf[STATEBUS_MODEL_MAX];
 	size_t n_order = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (g->has_cache_policy && req->memo == NULL) {
+	router_error_clear(err);
+	if (g->has_cache_policy && local.memo == NULL) {
 		prefix_memo_reset(&g->memo);
-		with_memo = *req;
-		with_memo.memo = &g->memo;
-		req = &with_memo;
+		local.memo = &g->memo;
 	}
+	req = &local;
+	int drc = router_select_default_model(g, r, &local, model_buf, sizeof(model_buf), now_ns, err);
+	if (drc != SY_OK)
+		return drc;
 	int rc = router_select_begin(g, r, req, now_ns, g->order, &n_order, PREFIX_FILL_WAIT, err);
 	if (rc != SY_OK)
 		return rc;

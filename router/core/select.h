@@ -84,6 +84,17 @@ struct selection {
 int router_select(struct router_gen *g, struct statebus_region *r, const struct pick_request *req,
 		  uint64_t now_ns, struct selection *out, struct router_error *err);
 
+/* A request that names no model while the configuration names none
+ * (model_id not given) goes to the one model the fleet serves: req->model
+ * then points at `buf` (cap bytes, the caller's for as long as `req`).
+ * Returns 0 (req untouched when it names a model, a model is configured,
+ * or the default is served), SY_EBUSY with err 503 no_healthy_workers when
+ * no worker is known yet, SY_EINVAL with err 400 bad_request when several
+ * models are served. router_select does this itself. */
+int router_select_default_model(struct router_gen *g, struct statebus_region *r,
+				struct pick_request *req, char *buf, size_t cap, uint64_t now_ns,
+				struct router_error *err);
+
 /* Step one for `req` under `g` on `r` at `now_ns`: the 404 and 400 checks of
  * router_select, the resolution into `order` (caller's, room for
  * g->n_buckets; borrows g's buckets) with *n_order set, and, when `g` has a

@@ -99,7 +99,8 @@ void rt_fwd_open_main(struct fwd *f, struct rt_upstream *up, uint64_t now_ns, bo
 /* Releases the decode leg: exchange, in-flight guard, stall count. */
 void rt_fwd_release_main(struct fwd *f);
 
-/* Passive health mark for a connect / close / timeout error (others: none). */
+/* Passive health mark for a connect / close / timeout error (others: none;
+ * none either with statebus.disable_health_check). */
 void rt_fwd_passive_down(const struct selected_worker *w, const char *err);
 
 /* Feeds `r` to worker `w`'s breaker (threshold of the configuration). */

@@ -245,8 +245,9 @@ void rt_fwd_passive_down(const struct selected_worker *w, const char *err)
 					: err == rt_exchange_closed	  ? STATEBUS_DOWN_RESET
 					: err == rt_exchange_timed_out	  ? STATEBUS_DOWN_TIMEOUT
 									  : STATEBUS_DOWN_NONE;
-	if (why == STATEBUS_DOWN_NONE || rt_w.region == NULL)
-		return;
+	if (why == STATEBUS_DOWN_NONE || rt_w.region == NULL ||
+	    (rt_w.gen != NULL && rt_w.gen->cfg.statebus.disable_health_check))
+		return; /* without probes nothing would ever clear the mark */
 	if (statebus_health_mark_down(rt_w.region, w->slot, w->generation, why, sy_mono_ns()))
 		sy_warn("worker %s marked down (%s): left out of selection until a health probe passes",
 			w->id, err);

@@ -25,7 +25,10 @@ static h2o_loop_t *check_loop;
 static void on_check(h2o_timeout_entry_t *e)
 {
 	(void)e;
-	uint64_t t = rt_w.gen ? (uint64_t)rt_w.gen->cfg.router.stall_timeout_secs * 1000000000u : 0;
+	/* without health probes nothing would ever clear a stall mark */
+	uint64_t t = rt_w.gen && !rt_w.gen->cfg.statebus.disable_health_check
+			     ? (uint64_t)rt_w.gen->cfg.router.stall_timeout_secs * 1000000000u
+			     : 0;
 	rt_stall_check(sy_mono_ns(), t);
 	h2o_timeout_link(check_loop, &check_timeout, &check_entry);
 }

@@ -3,7 +3,7 @@
  *
  * An engine is stalled when requests are in flight on it and none of them
  * has received a byte for --stall-timeout-secs (router.stall_timeout_secs,
- * default 5). The evidence is streamed requests (`"stream": true`): an
+ * default 5; off with statebus.disable_health_check). The evidence is streamed requests (`"stream": true`): an
  * engine sends SSE bytes as it generates, so silence on all of them means
  * it stopped; a non-streamed answer arrives in one piece at the end, so its
  * silence cannot tell a stall from a long generation — such requests count

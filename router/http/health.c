@@ -38,15 +38,13 @@ static void model_cb(const char *model, void *arg)
 	rt_buf_puts(b, "\",\"object\":\"model\",\"created\":0,\"owned_by\":\"switchyard\"}");
 }
 
-/* Calls `fn` once per distinct model of generation `g` and the state
- * plane (the default model when none is known). */
+/* Calls `fn` once per distinct model of generation `g` (configured) and
+ * of the state plane (registered workers). */
 static void models_each(struct router_gen *g, void (*fn)(const char *model, void *arg), void *arg)
 {
 	fleet_refresh(&g->fleet, rt_w.region, sy_mono_ns(), false);
 	for (size_t i = 0; i < g->fleet.n_models; i++)
 		fn(g->fleet.models[i], arg);
-	if (g->fleet.n_models == 0)
-		fn(g->cfg.model_id, arg);
 }
 
 int rt_route_models(h2o_req_t *req)

@@ -120,8 +120,12 @@ static int infer_begin(struct router_gen *g, struct infer_request *ir, uint64_t 
 	if (ir->order == NULL)
 		ir->order = h2o_mem_alloc_pool(&ir->req->pool,
 					       (g->n_buckets ? g->n_buckets : 1) * sizeof(*ir->order));
-	int rc = router_select_begin(g, rt_w.region, &ir->pr, now_ns, ir->order, &ir->n_order,
-				     PREFIX_FILL_SEND, err);
+	int rc = router_select_default_model(g, rt_w.region, &ir->pr, ir->model_buf,
+					     sizeof(ir->model_buf), now_ns, err);
+	if (rc != 0)
+		return rc;
+	rc = router_select_begin(g, rt_w.region, &ir->pr, now_ns, ir->order, &ir->n_order,
+				 PREFIX_FILL_SEND, err);
 	if (rc == 0)
 		ir->resolved = true;
 	return rc;

@@ -54,6 +54,8 @@ struct infer_request {
 	struct router_gen *gen;        /* a reference while waiting, else NULL */
 	h2o_iovec_t body;              /* the body to forward */
 	uint64_t t_select_ns;          /* selection began */
+	char model_buf[STATEBUS_MODEL_MAX]; /* pr.model when the body names none and
+					       the fleet serves one model */
 };
 
 /* Prepares `req`'s body for `route` under generation `g`: returns the

@@ -417,23 +417,30 @@ static const struct probe probes[] = {
 	 "policy: {type: random}\nbuckets: [{id: a, groups: {plain: {policy: {type: power_of_n}}}},\n"
 	 "          {id: b, groups: {plain: {}}}]\n"},
 	{"policy.type", "policy: {type: random, prefill_policy: power_of_n}\n"
+	 "router: {pd_disaggregation: true}\n"
 	 "workers: [{url: http://p:1, role: prefill}, {url: http://d:1, role: decode}]\n",
 	 "policy.type",
-	 "policy: {type: random}\n"
+	 "policy: {type: random}\nrouter: {pd_disaggregation: true}\n"
 	 "workers: [{url: http://p:1, role: prefill}, {url: http://d:1, role: decode}]\n"},
-	{"policy.power_of_n_choices", "policy: {type: power_of_two, power_of_n_choices: 3}\n",
+	{"policy.power_of_n_choices",
+	 "policy: {type: power_of_two, decode_policy: power_of_two, power_of_n_choices: 3}\n",
 	 "policy.power_of_n_choices", "policy: {type: power_of_n, power_of_n_choices: 3}\n"},
 	{"policy.power_of_n_choices",
 	 "buckets: [{id: a, groups: {plain: {policy: {type: power_of_two, power_of_n_choices: 3}}}}]\n",
 	 "buckets[0].groups.plain.policy.power_of_n_choices",
 	 "buckets: [{id: a, groups: {plain: {policy: {type: power_of_n, power_of_n_choices: 3}}}}]\n"},
-	{"policy.power_of_n_choices", "policy: {type: sticky, power_of_n_choices: 3}\n",
+	{"policy.power_of_n_choices",
+	 "policy: {type: sticky, decode_policy: round_robin, power_of_n_choices: 3}\n",
 	 "policy.power_of_n_choices",
 	 "policy: {type: sticky, sticky_fallback: power_of_n, power_of_n_choices: 3}\n"},
-	{"policy.prefill_policy", "policy: {prefill_policy: random}\n", "policy.prefill_policy",
+	{"policy.prefill_policy",
+	 "policy: {prefill_policy: random}\nbuckets: [{id: a, groups: {plain: {}}}]\n",
+	 "policy.prefill_policy",
 	 "policy: {prefill_policy: random}\n"
 	 "workers: [{url: http://p:1, role: prefill}, {url: http://d:1, role: decode}]\n"},
-	{"policy.decode_policy", "policy: {decode_policy: random}\n", "policy.decode_policy",
+	{"policy.decode_policy",
+	 "policy: {decode_policy: random}\nbuckets: [{id: a, groups: {plain: {}}}]\n",
+	 "policy.decode_policy",
 	 "policy: {decode_policy: random}\n"
 	 "buckets: [{id: a, groups: {prefill: {}, decode: {}}}]\n"},
 	{"policy.filter", "policy: {filter: overloaded}\n", "policy.filter",
@@ -574,6 +581,7 @@ END_TEST
 START_TEST(test_power_of_n_choices_3_with_power_of_two_is_refused)
 {
 	ck_assert_int_eq(flag("--policy", "power_of_two"), SY_OK);
+	ck_assert_int_eq(flag("--decode-policy", "power_of_two"), SY_OK); /* default-pd's decode */
 	ck_assert_int_eq(flag("--power-of-n-choices", "3"), SY_OK);
 	ck_fails(finish(), SY_ECONFIG,
 		 "policy.power_of_n_choices: no group reads it: only power_of_n, session_aware and "
@@ -608,8 +616,11 @@ START_TEST(test_session_modes_without_a_session_group_are_refused)
 }
 END_TEST
 
+/* The default buckets include default-pd (discovered roles reach it), so
+ * a plain-only configuration of buckets is what no PD group reads. */
 START_TEST(test_prefill_and_decode_policy_without_a_pd_bucket_are_refused)
 {
+	ck_assert_int_eq(load("buckets: [{id: a, groups: {plain: {}}}]\n"), SY_OK);
 	ck_assert_int_eq(flag("--worker-urls", "http://a:1"), SY_OK);
 	ck_assert_int_eq(flag("--prefill-policy", "random"), SY_OK);
 	ck_fails(finish(), SY_ECONFIG,
@@ -618,6 +629,7 @@ START_TEST(test_prefill_and_decode_policy_without_a_pd_bucket_are_refused)
 		 "bucket, or remove it");
 	sy_config_free(&cfg);
 	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+	ck_assert_int_eq(load("buckets: [{id: a, groups: {plain: {}}}]\n"), SY_OK);
 	ck_assert_int_eq(flag("--decode-policy", "round_robin"), SY_OK);
 	ck_assert_int_eq(finish(), SY_ECONFIG);
 	ck_assert_str_eq(err.key, "policy.decode_policy");

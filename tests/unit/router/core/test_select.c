@@ -59,8 +59,10 @@ static uint32_t plain(const char *id) { return rfx_worker(&fx, id, "default-mode
 START_TEST(test_catch_all_bucket_from_flags_uses_power_of_n)
 {
 	ck_assert_int_eq(build(NULL), SY_OK);
-	ck_assert_uint_eq(gen->n_buckets, 1);
+	ck_assert_uint_eq(gen->n_buckets, 2);
 	ck_assert_str_eq(gen->buckets[0].id, "default");
+	ck_assert_str_eq(gen->buckets[1].id, "default-pd");
+	ck_assert(gen->buckets[0].follows_fleet && gen->buckets[1].follows_fleet);
 	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_POWER_OF_N);
 	ck_assert_uint_eq(gen->buckets[0].plain.policy.n_choices, 2);
 	plain("http://a");
@@ -111,14 +113,22 @@ START_TEST(test_unknown_model_is_404)
 }
 END_TEST
 
+/* A model the configuration names (model_id "m"). */
+static void model_m(void)
+{
+	req.model.ptr = "m";
+	req.model.len = 1;
+}
+
 START_TEST(test_configured_model_without_live_workers_is_503_not_404)
 {
-	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(build("model_id: m\n"), SY_OK);
+	model_m();
 	ck_assert_int_eq(sel_run(), SY_EBUSY);
 	ck_assert_int_eq(err.status, 503);
 	ck_assert_str_eq(err.code, "no_healthy_workers");
-	ck_assert_str_eq(err.message, "no healthy worker is available for model \"default-model\"");
-	rfx_worker(&fx, "http://a", "default-model", STATEBUS_WORKER_PLAIN, false);
+	ck_assert_str_eq(err.message, "no healthy worker is available for model \"m\"");
+	rfx_worker(&fx, "http://a", "m", STATEBUS_WORKER_PLAIN, false);
 	ck_assert_int_eq(sel_run(), SY_EBUSY);
 	ck_assert_str_eq(err.code, "no_healthy_workers");
 }
@@ -198,6 +208,9 @@ static const char *pd_bucket = "buckets:\n"
 START_TEST(test_pd_selection_and_stage_specific_503s)
 {
 	ck_assert_int_eq(build(pd_bucket), SY_OK);
+	/* the built-in model_id is not served until a worker registers it */
+	ck_assert_int_eq(sel_run(), SY_ENOENT);
+	rfx_worker(&fx, "http://u", "default-model", STATEBUS_WORKER_PREFILL, false);
 	ck_assert_int_eq(gen->buckets[0].prefill.policy.kind, POLICY_POWER_OF_N);
 	ck_assert_int_eq(gen->buckets[0].decode.policy.kind, POLICY_POWER_OF_N);
 	ck_assert_int_eq(sel_run(), SY_EBUSY);
@@ -292,10 +305,8 @@ START_TEST(test_default_buckets_follow_the_static_fleet_roles)
 	ck_assert_int_eq(gen->buckets[0].plain.policy.kind, POLICY_RANDOM);
 	ck_assert_int_eq(gen->buckets[1].prefill.policy.kind, POLICY_ROUND_ROBIN);
 	ck_assert_int_eq(gen->buckets[1].decode.policy.kind, POLICY_POWER_OF_N);
-	/* per model: the plain bucket lists "small"; model_id's (PD) serves the rest */
-	ck_assert_uint_eq(gen->buckets[0].n_models, 1);
-	ck_assert_str_eq(gen->buckets[0].models[0], "small");
-	ck_assert_uint_eq(gen->buckets[1].n_models, 0);
+	/* per model by the roles its workers have (both buckets follow the fleet) */
+	ck_assert(gen->buckets[0].follows_fleet && gen->buckets[1].follows_fleet);
 	rfx_worker(&fx, "http://a", "small", STATEBUS_WORKER_PLAIN, true);
 	rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, true);
 	ck_assert_int_eq(sel_run(), SY_EBUSY); /* default-model: PD only, no decode */
@@ -480,9 +491,71 @@ END_TEST
 
 START_TEST(test_no_region_is_503)
 {
-	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_int_eq(build("model_id: m\n"), SY_OK);
+	model_m();
 	ck_assert_int_eq(router_select(gen, NULL, &req, RF_NOW, &sel, &err), SY_EBUSY);
 	ck_assert_str_eq(err.code, "no_healthy_workers");
+}
+END_TEST
+
+START_TEST(test_default_buckets_follow_the_roles_engines_report)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	/* no worker: the plain default answers, with the plain stage's 503 */
+	ck_assert_int_eq(sel_run(), SY_ENOENT); /* default-model not served yet */
+	rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, true);
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_str_eq(err.code, "no_decode_workers_available");
+	rfx_worker(&fx, "http://d", "default-model", STATEBUS_WORKER_DECODE, true);
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert(sel.pd);
+	ck_assert_str_eq(sel.bucket_id, "default-pd");
+	ck_assert_str_eq(sel.prefill.id, "http://p");
+	ck_assert_str_eq(sel.worker.id, "http://d");
+	/* another model of plain workers stays on the plain default */
+	rfx_worker(&fx, "http://a", "other", STATEBUS_WORKER_PLAIN, true);
+	req.model.ptr = "other";
+	req.model.len = 5;
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert(!sel.pd);
+	ck_assert_str_eq(sel.bucket_id, "default");
+}
+END_TEST
+
+START_TEST(test_pd_disaggregation_builds_only_the_pd_default)
+{
+	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--pd-disaggregation", NULL, &cerr),
+			 SY_OK);
+	ck_assert_int_eq(build(NULL), SY_OK);
+	ck_assert_uint_eq(gen->n_buckets, 1);
+	ck_assert(gen->buckets[0].pd && !gen->buckets[0].follows_fleet);
+}
+END_TEST
+
+START_TEST(test_request_without_model_goes_to_the_one_model_served)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	req.model_defaulted = true;
+	ck_assert_int_eq(sel_run(), SY_EBUSY);
+	ck_assert_int_eq(err.status, 503);
+	ck_assert_str_eq(err.code, "no_healthy_workers");
+	rfx_worker(&fx, "http://a", "engine-model", STATEBUS_WORKER_PLAIN, true);
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://a");
+	rfx_worker(&fx, "http://b", "second-model", STATEBUS_WORKER_PLAIN, true);
+	ck_assert_int_eq(sel_run(), SY_EINVAL);
+	ck_assert_int_eq(err.status, 400);
+	ck_assert_str_eq(err.code, "bad_request");
+	/* a configured model_id stays the default */
+	router_gen_unref(gen);
+	gen = NULL;
+	sy_config_free(&cfg);
+	ck_assert_int_eq(sy_config_init_defaults(&cfg), SY_OK);
+	ck_assert_int_eq(build("model_id: second-model\n"), SY_OK);
+	req.model.ptr = "second-model";
+	req.model.len = strlen(req.model.ptr);
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://b");
 }
 END_TEST
 
@@ -512,6 +585,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_excluded_workers_are_never_selected_and_exhaust_to_503);
 	tcase_add_test(tc, test_excluded_decode_moves_the_pd_pick_to_the_other_decode);
 	tcase_add_test(tc, test_breaker_filter_follows_the_generations_cb_threshold);
+	tcase_add_test(tc, test_default_buckets_follow_the_roles_engines_report);
+	tcase_add_test(tc, test_pd_disaggregation_builds_only_the_pd_default);
+	tcase_add_test(tc, test_request_without_model_goes_to_the_one_model_served);
 	suite_add_tcase(s, tc);
 	return s;
 }
