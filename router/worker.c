@@ -78,7 +78,9 @@ static bool listener_refuses(h2o_req_t *req, enum route route)
 {
 	if (rt_w.admin_listen_fd < 0)
 		return false;
-	bool admin_route = route == ROUTE_WORKERS || route == ROUTE_FLUSH_CACHE;
+	bool admin_route = route == ROUTE_WORKERS || route == ROUTE_FLUSH_CACHE ||
+			   route == ROUTE_LIST_WORKERS || route == ROUTE_ADD_WORKER ||
+			   route == ROUTE_REMOVE_WORKER;
 	bool on_admin = rt_edge_is_admin(req);
 	if (admin_route && !on_admin) {
 		rt_send_errorf(req, route, 404, "not_found", "%s is served on the admin listener",
@@ -86,9 +88,10 @@ static bool listener_refuses(h2o_req_t *req, enum route route)
 		return true;
 	}
 	if (on_admin && !admin_route && route != ROUTE_HEALTH && route != ROUTE_READYZ &&
-	    route != ROUTE_METRICS) {
+	    route != ROUTE_METRICS && route != ROUTE_LIVENESS && route != ROUTE_READINESS) {
 		rt_send_errorf(req, route, 404, "not_found", "the admin listener serves /workers, "
-			       "/flush_cache, /health, /readyz and /metrics");
+			       "/list_workers, /add_worker, /remove_worker, /flush_cache, /health, "
+			       "/readyz, /liveness, /readiness and /metrics");
 		return true;
 	}
 	return false;
@@ -109,6 +112,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	rt_request_id(req);
 	rt_edge_adopt_body(req);
 
+	if (rt_cors_preflight(req, route))
+		return 0;
 	if (route == ROUTE_OTHER)
 		return rt_send_errorf(req, route, 404, "not_found", "no route %.*s",
 				      (int)(p.len < 200 ? p.len : 200), p.base);
@@ -122,6 +127,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	case ROUTE_CHAT_COMPLETIONS:
 	case ROUTE_COMPLETIONS:
 	case ROUTE_GENERATE:
+	case ROUTE_EMBEDDINGS:
+	case ROUTE_RERANK:
+	case ROUTE_RESPONSES:
+	case ROUTE_MESSAGES:
 		return rt_route_infer(req, route);
 	case ROUTE_HEALTH:
 		return rt_route_health(req);
@@ -138,6 +147,22 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	case ROUTE_TOKENIZE:
 	case ROUTE_DETOKENIZE:
 		return rt_route_tokenize(req, route);
+	case ROUTE_LIVENESS:
+		return rt_route_liveness(req);
+	case ROUTE_READINESS:
+		return rt_route_readiness(req);
+	case ROUTE_LOADS:
+		return rt_route_loads(req);
+	case ROUTE_SERVER_INFO:
+	case ROUTE_MODEL_INFO:
+	case ROUTE_HEALTH_GENERATE:
+		return rt_route_worker_get(req, route);
+	case ROUTE_LIST_WORKERS:
+		return rt_route_list_workers(req);
+	case ROUTE_ADD_WORKER:
+		return rt_route_add_worker(req);
+	case ROUTE_REMOVE_WORKER:
+		return rt_route_remove_worker(req);
 	default:
 		return rt_send_errorf(req, route, 404, "not_found", "no such route");
 	}
@@ -310,6 +335,7 @@ static void setup_h2o(void)
 	h2o_handler_t *h = h2o_create_handler(pc, sizeof(*h));
 	h->on_req = on_req;
 	rt_oversize_install(hc, pc);
+	rt_cors_install(pc);
 
 	rt_w.loop = h2o_evloop_create();
 	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);

@@ -50,6 +50,8 @@ struct prep_result {
 	struct prep_str cache_salt;
 	bool has_max_tokens, has_max_completion_tokens, has_max_new_tokens;
 	uint64_t max_tokens, max_completion_tokens, max_new_tokens;
+	bool has_max_output_tokens;     /* /v1/responses */
+	uint64_t max_output_tokens;
 	bool stream;
 	uint32_t n;
 	bool has_messages, has_prompt, has_text, has_input_ids;

@@ -342,6 +342,16 @@ int router_prepare(const struct router_prepare_opts *opts, enum route route,
 		}
 		rc = item_tokens(opts, buf, len, out, err);
 		break;
+	case ROUTE_EMBEDDINGS:
+	case ROUTE_RERANK:
+	case ROUTE_RESPONSES:
+	case ROUTE_MESSAGES:
+		/* Forwarded as sent; the input size is the body-size estimate. */
+		out->input_tokens = (len + ROUTER_PREPARE_BYTES_PER_TOKEN - 1) /
+				    ROUTER_PREPARE_BYTES_PER_TOKEN;
+		out->tokens_estimated = true;
+		out->batch_size = 1;
+		break;
 	default:
 		router_error_set(err, 400, "bad_request", -1, "unknown route");
 		return SY_EINVAL;
@@ -353,6 +363,8 @@ int router_prepare(const struct router_prepare_opts *opts, enum route route,
 	const char *field = NULL;
 	if (res.has_max_completion_tokens) {
 		out->max_tokens = res.max_completion_tokens, field = "max_completion_tokens";
+	} else if (res.has_max_output_tokens) {
+		out->max_tokens = res.max_output_tokens, field = "max_output_tokens";
 	} else if (res.has_max_tokens) {
 		out->max_tokens = res.max_tokens, field = "max_tokens";
 	} else if (res.has_max_new_tokens) {

@@ -54,6 +54,7 @@ enum top_key {
 	K_REASONING_EFFORT,
 	K_TASK,
 	K_CONTINUE_FINAL,
+	K_MAX_OUTPUT_TOKENS,
 	K_COUNT_,
 };
 
@@ -61,19 +62,23 @@ enum top_key {
 #define R_COMPL (1u << ROUTE_COMPLETIONS)
 #define R_GEN (1u << ROUTE_GENERATE)
 #define R_ALL (R_CHAT | R_COMPL | R_GEN)
+#define R_RESP (1u << ROUTE_RESPONSES)
+#define R_MSG (1u << ROUTE_MESSAGES)
+/* every inference route: embeddings and rerank read only the model */
+#define R_INFER (R_ALL | 1u << ROUTE_EMBEDDINGS | 1u << ROUTE_RERANK | R_RESP | R_MSG)
 
 static const struct {
 	const char *name;
 	unsigned routes;
 } top_keys[K_COUNT_] = {
-	[K_MODEL] = {"model", R_ALL},
+	[K_MODEL] = {"model", R_INFER},
 	[K_MESSAGES] = {"messages", R_CHAT},
 	[K_PROMPT] = {"prompt", R_COMPL},
 	[K_TEXT] = {"text", R_GEN},
 	[K_INPUT_IDS] = {"input_ids", R_GEN | R_CHAT}, /* chat: caller-owned, kept */
-	[K_MAX_TOKENS] = {"max_tokens", R_CHAT | R_COMPL},
+	[K_MAX_TOKENS] = {"max_tokens", R_CHAT | R_COMPL | R_MSG},
 	[K_MAX_COMPLETION_TOKENS] = {"max_completion_tokens", R_CHAT},
-	[K_STREAM] = {"stream", R_ALL},
+	[K_STREAM] = {"stream", R_ALL | R_RESP | R_MSG},
 	[K_N] = {"n", R_CHAT | R_COMPL},
 	[K_CACHE_SALT] = {"cache_salt", R_ALL},
 	[K_SAMPLING] = {"sampling_params", R_GEN},
@@ -89,6 +94,7 @@ static const struct {
 	[K_REASONING_EFFORT] = {"reasoning_effort", R_CHAT},
 	[K_TASK] = {"task", R_CHAT},
 	[K_CONTINUE_FINAL] = {"continue_final_message", R_CHAT},
+	[K_MAX_OUTPUT_TOKENS] = {"max_output_tokens", R_RESP},
 };
 
 _Static_assert(K_COUNT_ <= 32, "struct scan.seen has one bit per top key");
@@ -530,6 +536,7 @@ static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		return n_value(s, k, v, l);
 	case K_MAX_TOKENS:
 	case K_MAX_COMPLETION_TOKENS:
+	case K_MAX_OUTPUT_TOKENS:
 		if (k == V_NULL)
 			return skip_value(s, k);
 		if (k != V_NUMBER || !parse_uint(v, l, UINT64_MAX, &x))
@@ -537,6 +544,9 @@ static int top_value(struct scan *s, enum vkind k, const char *v, size_t l)
 		if (s->top_key == K_MAX_TOKENS) {
 			r->has_max_tokens = true;
 			r->max_tokens = x;
+		} else if (s->top_key == K_MAX_OUTPUT_TOKENS) {
+			r->has_max_output_tokens = true;
+			r->max_output_tokens = x;
 		} else {
 			r->has_max_completion_tokens = true;
 			r->max_completion_tokens = x;
@@ -938,7 +948,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 			role = BODY_BOOTSTRAP;
 		else if (key == K_SAMPLING)
 			role = BODY_SAMPLING_PARAMS;
-		else if (s->route != ROUTE_GENERATE &&
+		else if (route_generates(s->route) && s->route != ROUTE_GENERATE &&
 			 (param = sampling_override_find(s->sampling, (const char *)k, l)) >= 0)
 			role = BODY_SAMPLING;
 		else if (l == 9 && memcmp(k, "input_ids", 9) == 0)

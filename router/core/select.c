@@ -66,6 +66,8 @@ static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *e
 	uint32_t tried = 0;
 	for (size_t i = 0; i < n_order; i++) {
 		struct bucket *b = order[i];
+		if (b->pd && !route_generates(env->req->route))
+			continue; /* embeddings, rerank, responses, messages: plain workers */
 		if (b->follows_fleet) {
 			if (roles < 0)
 				roles = (int)fleet_model_roles(env->fleet, env->model_idx);

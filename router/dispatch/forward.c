@@ -205,6 +205,10 @@ static h2o_iovec_t route_path(enum route r)
 	switch (r) {
 	case ROUTE_COMPLETIONS: return h2o_iovec_init(H2O_STRLIT("/v1/completions"));
 	case ROUTE_GENERATE: return h2o_iovec_init(H2O_STRLIT("/generate"));
+	case ROUTE_EMBEDDINGS: return h2o_iovec_init(H2O_STRLIT("/v1/embeddings"));
+	case ROUTE_RERANK: return h2o_iovec_init(H2O_STRLIT("/v1/rerank"));
+	case ROUTE_RESPONSES: return h2o_iovec_init(H2O_STRLIT("/v1/responses"));
+	case ROUTE_MESSAGES: return h2o_iovec_init(H2O_STRLIT("/v1/messages"));
 	default: return h2o_iovec_init(H2O_STRLIT("/v1/chat/completions"));
 	}
 }

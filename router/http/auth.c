@@ -13,13 +13,21 @@ const char *rt_auth_key(const struct sy_config_router *cfg, enum route route)
 	case ROUTE_CHAT_COMPLETIONS:
 	case ROUTE_COMPLETIONS:
 	case ROUTE_GENERATE:
+	case ROUTE_EMBEDDINGS:
+	case ROUTE_RERANK:
+	case ROUTE_RESPONSES:
+	case ROUTE_MESSAGES:
 	case ROUTE_MODELS:
 	case ROUTE_TOKENIZE:
 	case ROUTE_DETOKENIZE:
 		return cfg->api_key;
 	case ROUTE_FLUSH_CACHE:
+	case ROUTE_LOADS:
 		return cfg->admin_api_key != NULL ? cfg->admin_api_key : cfg->api_key;
 	case ROUTE_WORKERS:
+	case ROUTE_LIST_WORKERS:
+	case ROUTE_ADD_WORKER:
+	case ROUTE_REMOVE_WORKER:
 		return cfg->admin_api_key;
 	default:
 		return NULL;

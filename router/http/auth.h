@@ -1,10 +1,14 @@
 /* auth.h — bearer keys of the routes (auth.c).
  *
  * router.api_key guards the inference and model routes (chat, completions,
- * generate, models, tokenize, detokenize); router.admin_api_key guards the
- * admin routes (/workers, /flush_cache: every route that changes the fleet
- * or the engines). /flush_cache takes the API key while no admin key is
- * set. /health, /healthz, /readyz and /metrics stay open. A request without
+ * generate, embeddings, rerank, responses, messages, models, tokenize,
+ * detokenize); router.admin_api_key guards the admin routes (/workers and
+ * the old router's /list_workers, /add_worker, /remove_worker, /flush_cache,
+ * /get_loads: the routes that change or expose the fleet and the engines).
+ * /flush_cache and /get_loads take the API key while no admin key is set.
+ * /health, /healthz, /readyz, /liveness, /readiness, /metrics and the
+ * engine info SGLang's router serves openly (/get_server_info,
+ * /get_model_info, /health_generate) stay open. A request without
  * `Authorization: Bearer <key>` of its route gets 401 unauthorized with
  * WWW-Authenticate: Bearer. Keys are compared in constant time and never
  * logged.

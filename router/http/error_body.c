@@ -53,6 +53,7 @@ static const struct {
 	{"no_matching_bucket", 400},
 	{"sampling_contract_violation", 400},
 	{"unauthorized", 401},
+	{"forbidden", 403},
 	{"model_not_found", 404},
 	{"not_found", 404},
 	{"worker_not_found", 404},

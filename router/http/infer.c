@@ -252,7 +252,8 @@ int rt_route_infer(h2o_req_t *req, enum route route)
 		return rt_send_error(req, route, &err);
 	uint64_t t1 = ir->t_prepared_ns;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PREPARE, t1 - t0);
-	const struct sampling_override *ov = g->sampling_override;
+	/* the sampling override applies to the routes that generate */
+	const struct sampling_override *ov = route_generates(route) ? g->sampling_override : NULL;
 	const char *param = NULL;
 	if (body_rewrite_check(ov, body.base, &ir->pr, &param) != 0) {
 		rt_metrics_sampling_rejection(rt_w.metrics, rt_w.index, param);

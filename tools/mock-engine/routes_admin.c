@@ -269,6 +269,39 @@ static bool query_is(h2o_req_t *req, const char *name, const char *val)
 	return v.base && h2o_memis(v.base, v.len, val, strlen(val));
 }
 
+/* POST /v1/embeddings, /v1/rerank, /v1/responses, /v1/messages: fixed
+ * answers in the shape of each API (SGLang's engine, OpenAI Responses,
+ * Anthropic Messages), naming the served model; counted as requests. */
+static void mock_other_api(struct mock_engine *e, h2o_req_t *req, struct sbuf *o)
+{
+	if (!is_post(req)) {
+		http_error(req, 405, "MethodNotAllowed", "use POST");
+		return;
+	}
+	e->stats.requests++;
+	if (is(req, "/v1/embeddings"))
+		sbuf_printf(o,
+			    "{\"object\":\"list\",\"model\":%s,\"data\":[{\"object\":\"embedding\","
+			    "\"index\":0,\"embedding\":[0.25,0.5,0.75]}],\"usage\":{\"prompt_tokens\":%zu,"
+			    "\"total_tokens\":%zu}}",
+			    e->model_json, req->entity.len, req->entity.len);
+	else if (is(req, "/v1/rerank"))
+		sbuf_puts(o, "[{\"score\":0.9,\"index\":0},{\"score\":0.1,\"index\":1}]");
+	else if (is(req, "/v1/responses"))
+		sbuf_printf(o,
+			    "{\"id\":\"resp_mock\",\"object\":\"response\",\"model\":%s,"
+			    "\"status\":\"completed\",\"output\":[{\"type\":\"message\",\"role\":"
+			    "\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"mock\"}]}]}",
+			    e->model_json);
+	else
+		sbuf_printf(o,
+			    "{\"id\":\"msg_mock\",\"type\":\"message\",\"role\":\"assistant\","
+			    "\"model\":%s,\"content\":[{\"type\":\"text\",\"text\":\"mock\"}],"
+			    "\"stop_reason\":\"end_turn\"}",
+			    e->model_json);
+	http_reply(req, 200, "application/json", o);
+}
+
 int route_admin(struct mock_engine *e, h2o_req_t *req, bool *handled)
 {
 	struct sbuf o = {0};
@@ -300,6 +333,15 @@ int route_admin(struct mock_engine *e, h2o_req_t *req, bool *handled)
 			http_error(req, 400, "BadRequestError",
 				   "Cache not flushed: there are running or waiting requests");
 		}
+	} else if (is(req, "/get_model_info") || is(req, "/model_info")) {
+		sbuf_printf(&o,
+			    "{\"model_path\":%s,\"tokenizer_path\":%s,\"is_generation\":true,"
+			    "\"preferred_sampling_params\":null,\"weight_version\":\"default\"}",
+			    e->model_json, e->model_json);
+		http_reply(req, 200, "application/json", &o);
+	} else if (is(req, "/v1/embeddings") || is(req, "/v1/rerank") || is(req, "/v1/responses") ||
+		   is(req, "/v1/messages")) {
+		mock_other_api(e, req, &o);
 	} else if (is(req, "/mock/stats")) {
 		mock_stats_json(&e->stats, &o);
 		http_reply(req, 200, "application/json", &o);
