@@ -103,8 +103,10 @@ static void on_signal(int sig)
 		m_term = 1;
 }
 
-/* A listening socket of our own on host:port (SO_REUSEADDR|SO_REUSEPORT);
- * `flag` names the setting in messages. */
+/* A listening socket of our own on host:port (SO_REUSEADDR; no
+ * SO_REUSEPORT, so a port another process already serves is refused: the
+ * worker processes share this one socket); `flag` names the setting in
+ * messages. */
 static int bind_listener(const char *host, int port_no, const char *flag, char *err,
 			 size_t errcap)
 {
@@ -122,11 +124,17 @@ static int bind_listener(const char *host, int port_no, const char *flag, char *
 	int one = 1;
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
-		snprintf(err, errcap, "cannot listen on %s:%d: %s", host, port_no, strerror(errno));
+		int e = errno;
+		if (e == EADDRINUSE)
+			snprintf(err, errcap,
+				 "cannot listen on %s:%d: the port is already served (another "
+				 "switchyard-router or another program); stop it or give another %s",
+				 host, port_no, flag);
+		else
+			snprintf(err, errcap, "cannot listen on %s:%d: %s", host, port_no, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		freeaddrinfo(res);
@@ -134,6 +142,30 @@ static int bind_listener(const char *host, int port_no, const char *flag, char *
 	}
 	freeaddrinfo(res);
 	return fd;
+}
+
+/* The metrics listener (--prometheus-host/--prometheus-port), or -1 when
+ * neither is given (0 returned) or on error (-1, err set). */
+static int open_metrics_listener(const struct sy_config *cfg, int *fd, char *err, size_t errcap)
+{
+	const struct sy_config_router *rc = &cfg->router;
+	*fd = -1;
+	if (rc->prometheus_host == NULL && rc->prometheus_port < 0)
+		return 0;
+	const char *host = rc->prometheus_host ? rc->prometheus_host : "0.0.0.0";
+	int port = rc->prometheus_port >= 0 ? rc->prometheus_port : 29000;
+	if ((*fd = bind_listener(host, port, "--prometheus-port", err, errcap)) < 0)
+		return -1;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(*fd, (struct sockaddr *)&ss, &sl) == 0)
+		port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						      : ((struct sockaddr_in *)&ss)->sin_port);
+	sy_info("metrics on http://%s:%d/metrics (%s names)", host, port,
+		rc->metrics_names == SY_METRICS_SGLANG  ? "SGLang router"
+		: rc->metrics_names == SY_METRICS_BOTH ? "switchyard and SGLang router"
+						       : "switchyard");
+	return 0;
 }
 
 /* Listening socket: systemd's, else our own. */
@@ -160,6 +192,7 @@ struct child {
 
 static int g_argc;
 static char **g_argv;
+static int g_metrics_fd = -1; /* the metrics listener, inherited by the workers */
 
 /* What the configuration loader cannot check: the listener's TLS files
  * load and match, and no worker needs TLS from the upstream client.
@@ -207,6 +240,7 @@ static pid_t spawn(unsigned index, int listen_fd, struct statebus_region *region
 	extern struct router_worker rt_w;
 	rt_w.metrics = metrics;
 	rt_w.admin_listen_fd = g_admin_fd;
+	rt_w.metrics_listen_fd = g_metrics_fd;
 	_exit(rt_worker_main(index, listen_fd, gen, g_argc, g_argv));
 }
 
@@ -252,6 +286,26 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	/* The listeners first: a port already served stops the start before
+	 * the state plane is touched. */
+	int listen_fd = open_listener(cfg0, err, sizeof(err));
+	if (listen_fd < 0) {
+		sy_error("%s", err);
+		return 1;
+	}
+	if (cfg0->router.admin_port != 0) {
+		const char *ah = cfg0->router.admin_host ? cfg0->router.admin_host : cfg0->router.host;
+		g_admin_fd = bind_listener(ah, cfg0->router.admin_port, "--admin-host", err, sizeof(err));
+		if (g_admin_fd < 0) {
+			sy_error("admin listener: %s", err);
+			return 1;
+		}
+		sy_info("admin listener on %s:%d", ah, cfg0->router.admin_port);
+	}
+	if (open_metrics_listener(cfg0, &g_metrics_fd, err, sizeof(err)) != 0) {
+		sy_error("%s", err);
+		return 1;
+	}
 	struct statebus_region *region = NULL;
 	struct statebus_params prm = {.group = cfg0->state.group};
 	int rc = statebus_region_open(cfg0->state.shm_path, &prm, STATEBUS_CREATE, &region, err,
@@ -291,20 +345,6 @@ int main(int argc, char **argv)
 			break;
 	}
 
-	int listen_fd = open_listener(cfg0, err, sizeof(err));
-	if (listen_fd < 0) {
-		sy_error("%s", err);
-		return 1;
-	}
-	if (cfg0->router.admin_port != 0) {
-		const char *ah = cfg0->router.admin_host ? cfg0->router.admin_host : cfg0->router.host;
-		g_admin_fd = bind_listener(ah, cfg0->router.admin_port, "--admin-host", err, sizeof(err));
-		if (g_admin_fd < 0) {
-			sy_error("admin listener: %s", err);
-			return 1;
-		}
-		sy_info("admin listener on %s:%d", ah, cfg0->router.admin_port);
-	}
 	unsigned procs = (unsigned)cfg0->router.processes;
 	struct rt_metrics *metrics = rt_metrics_create(procs, statebus_workers_capacity(region));
 	if (metrics == NULL) {
@@ -351,6 +391,10 @@ int main(int argc, char **argv)
 			if (g_admin_fd >= 0) {
 				close(g_admin_fd);
 				g_admin_fd = -1;
+			}
+			if (g_metrics_fd >= 0) {
+				close(g_metrics_fd);
+				g_metrics_fd = -1;
 			}
 			term_deadline =
 				sy_mono_ns() + ((uint64_t)mg->cfg.router.shutdown_drain_secs + 5) * 1000000000u;

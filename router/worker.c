@@ -44,7 +44,7 @@
 #include "router/upstream/client.h"
 #include "router/upstream/pool.h"
 
-struct router_worker rt_w = {.admin_listen_fd = -1};
+struct router_worker rt_w = {.admin_listen_fd = -1, .metrics_listen_fd = -1};
 
 static volatile sig_atomic_t sig_term, sig_hup;
 
@@ -168,6 +168,29 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	}
 }
 
+/* The metrics listener's routes: /metrics and the probes, nothing else. */
+static int on_metrics_req(h2o_handler_t *self, h2o_req_t *req)
+{
+	(void)self;
+	h2o_iovec_t p = req->path_normalized;
+	const char *method = NULL;
+	enum route route = route_lookup(p.base, p.len, &method);
+	rt_metrics_request(rt_w.metrics, rt_w.index, route);
+	if (route != ROUTE_METRICS && route != ROUTE_HEALTH && route != ROUTE_LIVENESS &&
+	    route != ROUTE_READINESS)
+		return rt_send_errorf(req, route, 404, "not_found",
+				      "the metrics listener serves /metrics, /health, /liveness and "
+				      "/readiness");
+	if (!method_is(req, "GET") && !method_is(req, "HEAD"))
+		return method_not_allowed(req, route, "GET");
+	switch (route) {
+	case ROUTE_METRICS: return rt_route_metrics(req);
+	case ROUTE_READINESS: return rt_route_readiness(req);
+	case ROUTE_LIVENESS: return rt_route_liveness(req);
+	default: return rt_route_health(req);
+	}
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
 	if (err != NULL)
@@ -176,6 +199,16 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 	h2o_socket_t *sock;
 	for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
 		rt_edge_accept(&rt_w.accept_ctx, sock, admin);
+}
+
+/* The metrics listener: plain HTTP, its own host (/metrics and probes). */
+static void on_metrics_accept(h2o_socket_t *listener, const char *err)
+{
+	if (err != NULL)
+		return;
+	h2o_socket_t *sock;
+	for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
+		h2o_accept(&rt_w.metrics_accept_ctx, sock);
 }
 
 /* Connections taken from the listening socket's queue when the drain
@@ -204,11 +237,17 @@ static void close_listener(h2o_socket_t **l)
 	*l = NULL;
 }
 
-/* Closes the main and the admin listener (close_listener). */
+/* Closes the main and the admin listener (close_listener), and the
+ * metrics listener (scrapes queued on it are not served). */
 static void stop_accepting(void)
 {
 	close_listener(&rt_w.listener);
 	close_listener(&rt_w.admin_listener);
+	if (rt_w.metrics_listener != NULL) {
+		h2o_socket_read_stop(rt_w.metrics_listener);
+		h2o_socket_close(rt_w.metrics_listener);
+		rt_w.metrics_listener = NULL;
+	}
 }
 
 /* SIGTERM: stop accepting at once; h2o's shutdown request makes every
@@ -337,11 +376,26 @@ static void setup_h2o(void)
 	rt_oversize_install(hc, pc);
 	rt_cors_install(pc);
 
+	/* The metrics listener's host: registered after the serving host (which
+	 * stays the default of the serving listener), reached only through its
+	 * own accept context. */
+	static h2o_hostconf_t *metrics_hosts[2];
+	if (rt_w.metrics_listen_fd >= 0) {
+		h2o_hostconf_t *mh = h2o_config_register_host(
+			&rt_w.hconf, h2o_iovec_init(H2O_STRLIT("switchyard-metrics")), 65535);
+		h2o_pathconf_t *mpc = h2o_config_register_path(mh, "/", 0);
+		h2o_handler_t *mhh = h2o_create_handler(mpc, sizeof(*mhh));
+		mhh->on_req = on_metrics_req;
+		metrics_hosts[0] = mh;
+	}
+
 	rt_w.loop = h2o_evloop_create();
 	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);
 	rt_w.accept_ctx.ctx = &rt_w.hctx;
 	rt_w.accept_ctx.hosts = rt_w.hconf.hosts;
 	install_tls(rc);
+	rt_w.metrics_accept_ctx.ctx = &rt_w.hctx;
+	rt_w.metrics_accept_ctx.hosts = metrics_hosts;
 
 	uint64_t head_ms = (uint64_t)rc->header_timeout_secs * 1000;
 	uint64_t idle_ms = (uint64_t)rc->stream_idle_timeout_secs * 1000;
@@ -407,6 +461,11 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 		rt_w.admin_listener = h2o_evloop_socket_create(rt_w.loop, rt_w.admin_listen_fd,
 							       H2O_SOCKET_FLAG_DONT_READ);
 		h2o_socket_read_start(rt_w.admin_listener, on_accept);
+	}
+	if (rt_w.metrics_listen_fd >= 0) {
+		rt_w.metrics_listener = h2o_evloop_socket_create(rt_w.loop, rt_w.metrics_listen_fd,
+								 H2O_SOCKET_FLAG_DONT_READ);
+		h2o_socket_read_start(rt_w.metrics_listener, on_metrics_accept);
 	}
 	sy_info("worker %u ready (pid %d, proc slot %u)", index, (int)getpid(), rt_w.proc_slot);
 

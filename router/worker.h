@@ -57,6 +57,11 @@ struct router_worker {
 	int listen_fd;
 	h2o_socket_t *admin_listener;   /* --admin-port: admin routes only; NULL: none */
 	int admin_listen_fd;            /* -1: no admin listener (set before rt_worker_main) */
+	/* The metrics listener (--prometheus-port): GET /metrics, /health,
+	 * /liveness, /readiness only. -1 / NULL when off. */
+	int metrics_listen_fd;
+	h2o_socket_t *metrics_listener;
+	h2o_accept_ctx_t metrics_accept_ctx;
 
 	/* Upstream timeouts (forward.c, admin.c; the upstream client is
 	 * router/upstream/client.h). */

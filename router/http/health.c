@@ -69,7 +69,8 @@ int rt_route_metrics(h2o_req_t *req)
 	char *text;
 	size_t len;
 	if (rt_metrics_render(rt_w.metrics, rt_w.region,
-			      rt_w.gen->cfg.router.cb_threshold > 0 ? cb_state : NULL, &text, &len) != 0)
+			      rt_w.gen->cfg.router.cb_threshold > 0 ? cb_state : NULL,
+			      rt_w.gen->cfg.router.metrics_names, &text, &len) != 0)
 		return rt_send_errorf(req, ROUTE_METRICS, 500, "internal_error", "out of memory");
 	rt_send_body(req, ROUTE_METRICS, 200, "text/plain; version=0.0.4; charset=utf-8", text,
 		     len);

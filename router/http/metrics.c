@@ -8,6 +8,7 @@
  * See metrics.h for why this is not in the state-plane region.
  */
 #include "router/http/metrics.h"
+#include "router/http/metrics-int.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -18,60 +19,18 @@
 #include "router/core/generation.h"
 #include "statebus-counters.h"
 
-/* Status codes with their own label value; anything else counts as "other"
- * (slot RT_STATUS_SLOTS - 1). */
-static const int status_slots[RT_STATUS_SLOTS - 1] = {200, 400, 401, 404, 405, 413,
-						      429, 500, 502, 503, 504};
+const int rt_status_slots[RT_STATUS_SLOTS - 1] = {200, 400, 401, 404, 405, 413,
+						 429, 500, 502, 503, 504};
 
-/* Histogram edges in seconds: request-scale and overhead-scale. */
-static const double edges_request[RT_HIST_BUCKETS] = {
+const double rt_edges_request[RT_HIST_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 300, 600};
 static const double edges_phase[RT_HIST_BUCKETS] = {
 	1e-6, 2.5e-6, 5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
 	1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 0.25};
 
-struct rt_hist {
-	uint64_t buckets[RT_HIST_BUCKETS + 1]; /* non-cumulative; last = +Inf */
-	uint64_t count;
-	uint64_t sum_ns;
-};
-
-struct rt_metrics_row {
-	uint64_t requests[ROUTE_COUNT_];
-	uint64_t responses[ROUTE_COUNT_][RT_STATUS_SLOTS];
-	uint64_t decisions[RT_METRICS_LABELS];      /* by interned "policy\0reason" */
-	uint64_t failures[RT_METRICS_LABELS];       /* by interned code */
-	uint64_t sampling_rejections[RT_METRICS_LABELS]; /* by interned param */
-	uint64_t stream[RT_STREAM_COUNT_];
-	uint64_t retries;
-	uint64_t pending_body_bytes;   /* gauge, set by the row's process */
-	uint64_t h2_refused;
-	uint64_t pool_replaced;  /* dead kept-alive upstream sockets replaced */
-	uint64_t client_cancels; /* clients that went away before the answer ended */
-	struct router_cache_totals cache;
-	struct rt_hist duration;
-	struct rt_hist ttft;
-	struct rt_hist phase[RT_PHASE_COUNT_];
-};
-
-struct rt_label {
-	uint32_t state; /* 0 free, 1 being written, 2 ready */
-	char s[RT_METRICS_LABEL_MAX];
-};
-
-struct rt_metrics {
-	uint32_t procs;
-	uint32_t max_workers;
-	size_t size;
-	struct rt_label labels[RT_METRICS_LABELS];
-	struct rt_metrics_row rows[];
-	/* followed by worker cells */
-};
-
-static uint64_t *worker_cells(struct rt_metrics *m)
-{
-	return (uint64_t *)(void *)&m->rows[m->procs];
-}
+#define status_slots rt_status_slots
+#define edges_request rt_edges_request
+#define worker_cells rt_metrics_worker_cells
 
 struct rt_metrics *rt_metrics_create(unsigned procs, unsigned max_workers)
 {
@@ -93,7 +52,17 @@ static inline void add(uint64_t *c, uint64_t v)
 {
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
 }
-static inline uint64_t get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+#define get rt_metrics_get
+
+uint64_t rt_metrics_worker_sum(struct rt_metrics *m, uint32_t slot, unsigned o)
+{
+	uint64_t v = 0;
+	if (m == NULL || slot >= m->max_workers || o >= RT_OUT_COUNT_)
+		return 0;
+	for (unsigned p = 0; p < m->procs; p++)
+		v += get(&worker_cells(m)[((size_t)p * m->max_workers + slot) * RT_OUT_COUNT_ + o]);
+	return v;
+}
 
 static struct rt_metrics_row *row_of(struct rt_metrics *m, unsigned row)
 {
@@ -312,7 +281,7 @@ static const char *const phase_names[RT_PHASE_COUNT_] = {"prepare", "tokenize", 
 static const char *const stream_names[RT_STREAM_COUNT_] = {"complete", "client_cancel",
 							    "upstream_error", "idle_timeout"};
 
-static const char *method_of(enum route r)
+const char *rt_metrics_route_method(enum route r)
 {
 	switch (r) {
 	case ROUTE_CHAT_COMPLETIONS:
@@ -349,8 +318,8 @@ static void label_esc(struct rt_buf *b, const char *s)
 	}
 }
 
-static void render_hist(struct rt_buf *b, struct rt_metrics *m, const char *name,
-			const char *labels, size_t hist_off, const double *edges)
+void rt_metrics_hist_text(struct rt_buf *b, struct rt_metrics *m, const char *name,
+			  const char *labels, size_t hist_off, const double *edges)
 {
 	uint64_t cum = 0, count = 0, sum = 0;
 	uint64_t bk[RT_HIST_BUCKETS + 1] = {0};
@@ -475,7 +444,7 @@ static void render_region_counters(struct rt_buf *b, struct statebus_region *reg
 }
 
 int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
-		      int (*cb_state)(uint32_t slot), char **out, size_t *len)
+		      int (*cb_state)(uint32_t slot), int names, char **out, size_t *len)
 {
 	struct rt_buf b = {0};
 	if (m == NULL)
@@ -488,7 +457,7 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		for (unsigned p = 0; p < m->procs; p++)
 			v += get(&m->rows[p].requests[r]);
 		rt_buf_printf(&b, "switchyard_requests_total{route=\"%s\",method=\"%s\"} %llu\n",
-			      route_name(r), method_of(r), (unsigned long long)v);
+			      route_name(r), rt_metrics_route_method(r), (unsigned long long)v);
 	}
 	rt_buf_puts(&b, "# HELP switchyard_responses_total Responses sent, by route and status.\n"
 			"# TYPE switchyard_responses_total counter\n");
@@ -507,7 +476,7 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			rt_buf_printf(&b,
 				      "switchyard_responses_total{route=\"%s\",method=\"%s\","
 				      "status_code=\"%s\"} %llu\n",
-				      route_name(r), method_of(r), code, (unsigned long long)v);
+				      route_name(r), rt_metrics_route_method(r), code, (unsigned long long)v);
 		}
 
 	/* Per worker: requests by outcome, in-flight, health, breaker. */
@@ -712,25 +681,38 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 
 	rt_buf_puts(&b, "# HELP switchyard_request_duration_seconds Inference request duration, "
 			"receipt to last byte.\n# TYPE switchyard_request_duration_seconds histogram\n");
-	render_hist(&b, m, "switchyard_request_duration_seconds", "",
+	rt_metrics_hist_text(&b, m, "switchyard_request_duration_seconds", "",
 		    offsetof(struct rt_metrics_row, duration), edges_request);
 	rt_buf_puts(&b, "# HELP switchyard_ttft_seconds Receipt to the first response body byte "
 			"from the engine.\n# TYPE switchyard_ttft_seconds histogram\n");
-	render_hist(&b, m, "switchyard_ttft_seconds", "", offsetof(struct rt_metrics_row, ttft),
+	rt_metrics_hist_text(&b, m, "switchyard_ttft_seconds", "", offsetof(struct rt_metrics_row, ttft),
 		    edges_request);
 	rt_buf_puts(&b, "# HELP switchyard_router_phase_seconds Router overhead per request, by "
 			"phase.\n# TYPE switchyard_router_phase_seconds histogram\n");
 	for (unsigned ph = 0; ph < RT_PHASE_COUNT_; ph++) {
 		char lab[48];
 		snprintf(lab, sizeof(lab), "phase=\"%s\"", phase_names[ph]);
-		render_hist(&b, m, "switchyard_router_phase_seconds", lab,
+		rt_metrics_hist_text(&b, m, "switchyard_router_phase_seconds", lab,
 			    offsetof(struct rt_metrics_row, phase) + ph * sizeof(struct rt_hist),
 			    edges_phase);
 	}
 	render_cache(&b, m);
 	if (region != NULL)
 		render_region_counters(&b, region);
-	if (b.oom) {
+	if (names != SY_METRICS_SWITCHYARD && !b.oom) {
+		struct rt_buf sg = {0};
+		rt_metrics_sglang_text(&sg, m, region, cb_state, b.p, b.n);
+		if (names == SY_METRICS_SGLANG) {
+			rt_buf_free(&b);
+			b = sg;
+		} else {
+			if (sg.p != NULL)
+				rt_buf_put(&b, sg.p, sg.n);
+			b.oom |= sg.oom;
+			rt_buf_free(&sg);
+		}
+	}
+	if (b.oom || b.p == NULL) {
 		rt_buf_free(&b);
 		return SY_ENOMEM;
 	}

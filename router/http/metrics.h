@@ -103,8 +103,10 @@ enum rt_outcome rt_outcome_of_status(int status);
 /* Renders the exposition (Prometheus text 0.0.4) into a malloc'd buffer:
  * every row summed, plus gauges read from `region` (may be NULL): workers,
  * worker health, in-flight per worker, breaker state via `cb_state(slot)`
- * (may be NULL). *out / *len receive the text; returns 0 or SY_ENOMEM. */
+ * (may be NULL). `names` (enum sy_metrics_names) picks switchyard's
+ * families, the SGLang router's (docs/router.md "Metric names"), or both.
+ * *out / *len receive the text; returns 0 or SY_ENOMEM. */
 int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
-		      int (*cb_state)(uint32_t slot), char **out, size_t *len);
+		      int (*cb_state)(uint32_t slot), int names, char **out, size_t *len);
 
 #endif

@@ -20,11 +20,13 @@ static int cb_half_open(uint32_t slot)
 	return 2;
 }
 
+static int names = SY_METRICS_SWITCHYARD; /* --metrics-names of render() */
+
 static char *render(struct rt_metrics *m, struct statebus_region *r)
 {
 	char *out = NULL;
 	size_t len = 0;
-	ck_assert_int_eq(rt_metrics_render(m, r, cb_half_open, &out, &len), 0);
+	ck_assert_int_eq(rt_metrics_render(m, r, cb_half_open, names, &out, &len), 0);
 	ck_assert_uint_eq(strlen(out), len);
 	return out;
 }
@@ -56,7 +58,7 @@ static bool name_ok(const char *s, size_t n)
 /* Checks every line of the exposition; returns the number of samples. */
 static int check_format(const char *text)
 {
-	char typed[128][96];
+	char typed[256][96];
 	int n_typed = 0, samples = 0;
 	char help_for[96] = "";
 	ck_assert(text[strlen(text) - 1] == '\n');
@@ -77,12 +79,16 @@ static int check_format(const char *text)
 			char name[96], type[32];
 			ck_assert_int_eq(sscanf(line + 7, "%95s %31s", name, type), 2);
 			ck_assert_msg(strcmp(name, help_for) == 0, "TYPE %s without HELP first", name);
-			ck_assert_msg(strncmp(name, "switchyard_", 11) == 0, "prefix: %s", name);
+			ck_assert_msg((names != SY_METRICS_SGLANG && strncmp(name, "switchyard_", 11) == 0) ||
+					      (names != SY_METRICS_SWITCHYARD &&
+					       (strncmp(name, "sgl_router_", 11) == 0 ||
+						strncmp(name, "smg_", 4) == 0)),
+				      "prefix: %s", name);
 			ck_assert(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
 				  strcmp(type, "histogram") == 0);
 			for (int i = 0; i < n_typed; i++)
 				ck_assert_msg(strcmp(typed[i], name) != 0, "TYPE %s twice", name);
-			ck_assert_int_lt(n_typed, 128);
+			ck_assert_int_lt(n_typed, 256);
 			snprintf(typed[n_typed++], sizeof(typed[0]), "%s", name);
 			continue;
 		}
@@ -281,6 +287,62 @@ START_TEST(test_outcome_classes)
 }
 END_TEST
 
+START_TEST(test_sglang_names_carry_the_same_counts)
+{
+	char path[64];
+	struct statebus_params p = sbt_small();
+	struct statebus_region *r = sbt_create(sbt_path(path, sizeof(path)), &p);
+	ck_assert_int_eq(statebus_writer_lock(r, true), SY_OK);
+	struct statebus_worker w = sbt_worker("http://10.0.0.1:30001", 1);
+	uint32_t slot, gen;
+	ck_assert_int_eq(statebus_worker_add(r, &w, &slot, &gen), SY_OK);
+	struct rt_metrics *m = rt_metrics_create(2, 8);
+	for (unsigned i = 0; i < 3; i++) {
+		rt_metrics_request(m, i % 2, ROUTE_CHAT_COMPLETIONS);
+		rt_metrics_response(m, i % 2, ROUTE_CHAT_COMPLETIONS, i ? 200 : 503);
+		rt_metrics_worker(m, i % 2, slot, i ? RT_OUT_SUCCESS : RT_OUT_ERROR);
+		rt_metrics_decision(m, 0, "cache_aware", "cache_hit");
+		rt_metrics_duration(m, 1, 30000000ull);
+	}
+	names = SY_METRICS_SGLANG;
+	char *t = render(m, r);
+	check_format(t);
+	ck_assert_ptr_null(strstr(t, "switchyard_"));
+	ck_assert(value_of(t, "sgl_router_requests_total{route=\"/v1/chat/completions\","
+			      "method=\"POST\"}") == 3);
+	ck_assert(value_of(t, "smg_http_requests_total{method=\"POST\",path=\"/v1/chat/completions\"}") == 3);
+	ck_assert(value_of(t, "smg_router_requests_total{router_type=\"http\",connection_mode=\"http\","
+			      "endpoint=\"chat\"}") == 3);
+	ck_assert(value_of(t, "smg_http_responses_total{status_code=\"503\",error_code=\"\"}") == 1);
+	ck_assert(value_of(t, "sgl_router_request_errors_total{route=\"/v1/chat/completions\","
+			      "error_type=\"503\"}") == 1);
+	ck_assert(value_of(t, "sgl_router_worker_health{worker=\"http://10.0.0.1:30001\","
+			      "worker_url=\"http://10.0.0.1:30001\",model_id=\"default-model\","
+			      "mode=\"plain\"}") == 1);
+	ck_assert(value_of(t, "sgl_router_processed_requests_total{worker=\"http://10.0.0.1:30001\"}") == 3);
+	ck_assert(value_of(t, "smg_worker_health{worker=\"http://10.0.0.1:30001\"}") == 1);
+	ck_assert(value_of(t, "smg_worker_errors_total{worker_type=\"regular\",connection_mode=\"http\","
+			      "error_type=\"backend_error\"}") == 1);
+	ck_assert(value_of(t, "sgl_router_active_workers") == 1);
+	ck_assert(value_of(t, "smg_worker_pool_size{worker_type=\"regular\",connection_mode=\"http\"}") == 1);
+	ck_assert(value_of(t, "smg_worker_selection_total{connection_mode=\"http\",policy=\"cache_aware\"}") == 3);
+	ck_assert(value_of(t, "sgl_router_request_duration_seconds_count") == 3);
+	ck_assert(value_of(t, "smg_router_request_duration_seconds_count{router_type=\"http\","
+			      "connection_mode=\"http\"}") == 3);
+	free(t);
+	names = SY_METRICS_BOTH;
+	t = render(m, r);
+	check_format(t); /* no family twice */
+	ck_assert(value_of(t, "switchyard_requests_total{route=\"/v1/chat/completions\","
+			      "method=\"POST\"}") == 3);
+	ck_assert(value_of(t, "sgl_router_requests_total{route=\"/v1/chat/completions\","
+			      "method=\"POST\"}") == 3);
+	free(t);
+	names = SY_METRICS_SWITCHYARD;
+	sbt_destroy(r, path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -291,6 +353,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_histogram_buckets_exact_and_cumulative);
 	tcase_add_test(tc, test_region_counters_and_worker_gauges);
 	tcase_add_test(tc, test_outcome_classes);
+	tcase_add_test(tc, test_sglang_names_carry_the_same_counts);
 	suite_add_tcase(s, tc);
 	return s;
 }
