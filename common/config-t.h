@@ -62,6 +62,8 @@ enum sy_engine_kind {
 };
 
 enum sy_tokenizer_kind {
+	SY_TOKENIZER_UNSET = -1, /* not given: sy_config_finish picks hf when a
+				    tokenizer or model path is given, else bytes */
 	SY_TOKENIZER_BYTES = 0, /* token = UTF-8 byte value */
 	SY_TOKENIZER_HF = 1,    /* HF tokenizer.json under tokenizer.path */
 	SY_TOKENIZER_OFF = 2,   /* no tokenization: body-size estimate */

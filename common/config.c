@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- value hooks -------------------------------------------------------- */
 
@@ -385,7 +386,7 @@ static const struct sy_cfg_section state_section =
 
 #define T struct sy_config_tokenizer
 static const struct sy_cfg_field tokenizer_fields[] = {
-	SY_CFG_ENUM_F(T, kind, tokenizer_names, SY_TOKENIZER_BYTES),
+	SY_CFG_ENUM_F(T, kind, tokenizer_names, SY_TOKENIZER_UNSET),
 	SY_CFG_STR_F(T, path, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(T, model_path, NULL, SY_CFG_NULLABLE, NULL),
 	SY_CFG_STR_F(T, chat_template, NULL, SY_CFG_NULLABLE, NULL),
@@ -814,6 +815,64 @@ static int flag_fleet(struct sy_config *cfg, struct sy_config_error *err)
 }
 
 
+/* ---- finish: the tokenizer ----------------------------------------------- */
+
+/* A path that does not exist and reads like a Hugging Face hub id
+ * ("org/name"): the router reads no network. */
+static bool hub_id(const char *p)
+{
+	struct stat st;
+	const char *slash = strchr(p, '/');
+	return stat(p, &st) != 0 && p[0] != '/' && p[0] != '.' && slash != NULL && slash != p &&
+	       slash[1] != '\0' && strchr(slash + 1, '/') == NULL;
+}
+
+/* SGLang's tokenizer flags (--tokenizer-path DIR|FILE, --model-path DIR,
+ * --chat-template FILE): a path makes the hf tokenizer the default kind;
+ * the tokenizer path wins over the model path; a hub id is refused; a
+ * path or template the chosen kind cannot read is refused. */
+static int finish_tokenizer(struct sy_config *cfg, struct sy_config_error *err)
+{
+	struct sy_config_tokenizer *t = &cfg->router.tokenizer;
+	const char *paths[2] = {t->path, t->model_path};
+	const char *keys[2] = {"router.tokenizer.path", "router.tokenizer.model_path"};
+	for (int i = 0; i < 2; i++) {
+		if (paths[i] != NULL && hub_id(paths[i])) {
+			sy_cfg_error(err, SY_ECONFIG, cfg->source, t->mark, keys[i],
+				     "\"%.200s\" looks like a Hugging Face hub id; the router reads no "
+				     "network: download it (huggingface-cli download %.200s --local-dir "
+				     "DIR) and give the directory",
+				     paths[i], paths[i]);
+			return SY_ECONFIG;
+		}
+	}
+	bool given = t->path != NULL || t->model_path != NULL;
+	if (t->kind == SY_TOKENIZER_UNSET)
+		t->kind = given ? SY_TOKENIZER_HF : SY_TOKENIZER_BYTES;
+	if (t->kind != SY_TOKENIZER_HF && (given || t->chat_template != NULL)) {
+		const char *k = t->chat_template != NULL && !given ? "router.tokenizer.chat_template"
+				: t->path != NULL                 ? "router.tokenizer.path"
+								  : "router.tokenizer.model_path";
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, t->mark, k,
+			     "the %s tokenizer reads no file; a path implies hf (drop --tokenizer %s) or "
+			     "drop the path",
+			     sy_tokenizer_kind_name(t->kind), sy_tokenizer_kind_name(t->kind));
+		return SY_ECONFIG;
+	}
+	if (t->kind == SY_TOKENIZER_HF && t->path == NULL && t->model_path != NULL &&
+	    (t->path = strdup(t->model_path)) == NULL) {
+		sy_cfg_error(err, SY_ENOMEM, NULL, t->mark, NULL, "out of memory");
+		return SY_ENOMEM;
+	}
+	if (t->kind == SY_TOKENIZER_HF && t->path == NULL) {
+		sy_cfg_error(err, SY_ECONFIG, cfg->source, t->mark, "router.tokenizer.path",
+			     "required when router.tokenizer.kind is hf (or give "
+			     "router.tokenizer.model_path)");
+		return SY_ECONFIG;
+	}
+	return SY_OK;
+}
+
 /* ---- finish: policy section and buckets ----------------------------------- */
 
 /* Legacy --filter overloaded --max-in-flight N → admission cap (§11); the
@@ -1161,11 +1220,8 @@ int sy_config_finish(struct sy_config *cfg, struct sy_config_error *err)
 			     "SGLang's router");
 		return SY_ECONFIG;
 	}
-	if (cfg->router.tokenizer.kind == SY_TOKENIZER_HF && cfg->router.tokenizer.path == NULL) {
-		sy_cfg_error(err, SY_ECONFIG, cfg->source, cfg->router.tokenizer.mark,
-			     "router.tokenizer.path", "required when router.tokenizer.kind is hf");
-		return SY_ECONFIG;
-	}
+	if ((rc = finish_tokenizer(cfg, err)) != SY_OK)
+		return rc;
 	if ((rc = finish_retries(cfg, err)) != SY_OK)
 		return rc;
 	if ((rc = finish_policy(cfg, err)) != SY_OK)

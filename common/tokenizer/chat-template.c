@@ -4,6 +4,7 @@
  * even one byte means adding its fingerprint here after checking the
  * renderer against the Jinja oracle (docs/tokenizer.md).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,33 +64,10 @@ static char *token_string(json_t *cfg, const char *key)
 	return strdup(json_is_string(v) ? json_string_value(v) : "");
 }
 
-/* The template text: chat_template string, the "default" of a list, or the
- * chat_template.jinja file beside the config. Returns a malloc'd copy or
- * NULL. */
-static char *template_text(json_t *cfg, const char *config_path, size_t *len)
+/* The whole file at `path`, NUL-terminated (*len bytes before the NUL), or
+ * NULL when it cannot be read. */
+static char *read_whole(const char *path, size_t *len)
 {
-	json_t *ct = json_object_get(cfg, "chat_template");
-	if (json_is_array(ct)) {
-		size_t i;
-		json_t *e, *pick = NULL;
-		json_array_foreach(ct, i, e) {
-			const char *name = json_string_value(json_object_get(e, "name"));
-			if (name && strcmp(name, "default") == 0)
-				pick = json_object_get(e, "template");
-		}
-		ct = pick;
-	}
-	if (json_is_string(ct)) {
-		*len = json_string_length(ct);
-		char *s = malloc(*len + 1);
-		if (s)
-			memcpy(s, json_string_value(ct), *len + 1);
-		return s;
-	}
-	char path[4096];
-	const char *slash = strrchr(config_path, '/');
-	int dl = slash ? (int)(slash - config_path) : 1;
-	snprintf(path, sizeof path, "%.*s/chat_template.jinja", dl, slash ? config_path : ".");
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
@@ -117,8 +95,44 @@ static char *template_text(json_t *cfg, const char *config_path, size_t *len)
 	return s;
 }
 
+/* The template text: chat_template string, the "default" of a list, or the
+ * chat_template.jinja file beside the config. Returns a malloc'd copy or
+ * NULL. */
+static char *template_text(json_t *cfg, const char *config_path, size_t *len)
+{
+	json_t *ct = json_object_get(cfg, "chat_template");
+	if (json_is_array(ct)) {
+		size_t i;
+		json_t *e, *pick = NULL;
+		json_array_foreach(ct, i, e) {
+			const char *name = json_string_value(json_object_get(e, "name"));
+			if (name && strcmp(name, "default") == 0)
+				pick = json_object_get(e, "template");
+		}
+		ct = pick;
+	}
+	if (json_is_string(ct)) {
+		*len = json_string_length(ct);
+		char *s = malloc(*len + 1);
+		if (s)
+			memcpy(s, json_string_value(ct), *len + 1);
+		return s;
+	}
+	char path[4096];
+	const char *slash = strrchr(config_path, '/');
+	int dl = slash ? (int)(slash - config_path) : 1;
+	snprintf(path, sizeof path, "%.*s/chat_template.jinja", dl, slash ? config_path : ".");
+	return read_whole(path, len);
+}
+
 int sy_chat_template_load(struct sy_chat_template *t, const char *config_path,
 			  bool fallback, char *errbuf, size_t errcap)
+{
+	return sy_chat_template_load_ex(t, config_path, NULL, fallback, errbuf, errcap);
+}
+
+int sy_chat_template_load_ex(struct sy_chat_template *t, const char *config_path,
+			     const char *template_path, bool fallback, char *errbuf, size_t errcap)
 {
 	memset(t, 0, sizeof *t);
 	json_error_t jerr;
@@ -128,7 +142,18 @@ int sy_chat_template_load(struct sy_chat_template *t, const char *config_path,
 		return SY_EMALFORMED;
 	}
 	size_t len = 0;
-	char *text = template_text(cfg, config_path, &len);
+	char *text;
+	if (template_path != NULL) {
+		text = read_whole(template_path, &len);
+		if (text == NULL) {
+			json_decref(cfg);
+			snprintf(errbuf, errcap, "%s: cannot read the chat template: %s", template_path,
+				 strerror(errno));
+			return SY_EIO;
+		}
+	} else {
+		text = template_text(cfg, config_path, &len);
+	}
 	t->bos_token = token_string(cfg, "bos_token");
 	t->eos_token = token_string(cfg, "eos_token");
 	json_decref(cfg);
@@ -154,7 +179,7 @@ int sy_chat_template_load(struct sy_chat_template *t, const char *config_path,
 			 "%s: unknown chat_template (fingerprint %016llx); known families: qwen3, "
 			 "llama3, llama31 (see docs/tokenizer.md to add one, or set --chat-template-fallback "
 			 "for plain ChatML)",
-			 config_path, (unsigned long long)t->fingerprint);
+			 template_path ? template_path : config_path, (unsigned long long)t->fingerprint);
 	else
 		snprintf(errbuf, errcap,
 			 "%s: no chat_template (nor chat_template.jinja); set "

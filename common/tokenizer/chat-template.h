@@ -45,6 +45,11 @@ struct sy_chat_template {
  * unreadable / invalid config. */
 int sy_chat_template_load(struct sy_chat_template *t, const char *config_path,
 			  bool fallback, char *errbuf, size_t errcap);
+/* As sy_chat_template_load, with the template text read from the file
+ * `template_path` when it is not NULL (SGLang --chat-template); the special
+ * tokens still come from the config. SY_EIO when that file is unreadable. */
+int sy_chat_template_load_ex(struct sy_chat_template *t, const char *config_path,
+			     const char *template_path, bool fallback, char *errbuf, size_t errcap);
 void sy_chat_template_free(struct sy_chat_template *t);
 
 int sy_chat_template_render(const struct sy_chat_template *t,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/errors.h"
 #include "common/tokenizer/chat-template.h"
@@ -329,10 +330,27 @@ static const struct sy_tokenizer_ops hf_ops = {
 int sy_tokenizer_hf_open(const char *path, unsigned flags, struct sy_tokenizer **out,
 			 char *errbuf, size_t errcap)
 {
+	return sy_tokenizer_hf_open_files(path, NULL, flags, out, errbuf, errcap);
+}
+
+int sy_tokenizer_hf_open_files(const char *path, const char *chat_template, unsigned flags,
+			       struct sy_tokenizer **out, char *errbuf, size_t errcap)
+{
 	static atomic_uint_fast64_t serials;
 	if (!path || !*path) {
 		snprintf(errbuf, errcap, "tokenizer \"hf\" needs a path (the tokenizer directory)");
 		return SY_EINVAL;
+	}
+	/* A tokenizer.json file, or the directory holding it; the config
+	 * (tokenizer_config.json) is beside the file. */
+	struct stat st;
+	char dir[4096];
+	bool is_file = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if (is_file) {
+		const char *slash = strrchr(path, '/');
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	} else {
+		snprintf(dir, sizeof dir, "%s", path);
 	}
 	struct hf_tokenizer *h = calloc(1, sizeof *h);
 	if (!h)
@@ -340,14 +358,17 @@ int sy_tokenizer_hf_open(const char *path, unsigned flags, struct sy_tokenizer *
 	h->base.ops = &hf_ops;
 	h->model.segment_cache = !(flags & SY_TOKENIZER_NO_SEGMENT_CACHE);
 	h->model.serial = atomic_fetch_add(&serials, 1) + 1;
-	char file[4096];
-	snprintf(file, sizeof file, "%s/tokenizer.json", path);
+	char file[8192];
+	if (is_file)
+		snprintf(file, sizeof file, "%s", path);
+	else
+		snprintf(file, sizeof file, "%s/tokenizer.json", dir);
 	int rc = hf_model_load(&h->model, file, errbuf, errcap);
 	if (rc == SY_OK) {
-		snprintf(file, sizeof file, "%s/tokenizer_config.json", path);
-		rc = sy_chat_template_load(&h->tmpl, file,
-					   (flags & SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK) != 0,
-					   errbuf, errcap);
+		snprintf(file, sizeof file, "%s/tokenizer_config.json", dir);
+		rc = sy_chat_template_load_ex(&h->tmpl, file, chat_template,
+					      (flags & SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK) != 0,
+					      errbuf, errcap);
 		if (rc)
 			hf_model_free(&h->model);
 	}

@@ -61,6 +61,11 @@ int sy_tokenizer_bytes_open(const char *path, struct sy_tokenizer **out,
 			    char *errbuf, size_t errcap);
 int sy_tokenizer_off_open(const char *path, struct sy_tokenizer **out,
 			  char *errbuf, size_t errcap);
+/* As sy_tokenizer_hf_open with `path` a tokenizer directory or a
+ * tokenizer.json file (its config beside it) and the chat template text
+ * from the file `chat_template` when not NULL. */
+int sy_tokenizer_hf_open_files(const char *path, const char *chat_template, unsigned flags,
+			       struct sy_tokenizer **out, char *errbuf, size_t errcap);
 int sy_tokenizer_hf_open(const char *path, unsigned flags, struct sy_tokenizer **out,
 			 char *errbuf, size_t errcap); /* hf.c */
 

@@ -267,6 +267,29 @@ int sy_tokenizer_open(const char *kind, const char *path,
 	return sy_tokenizer_open_ex(kind, path, 0, out, errbuf, errcap);
 }
 
+int sy_tokenizer_open_files(const char *kind, const char *path, const char *chat_template,
+			    unsigned flags, struct sy_tokenizer **out, char *errbuf, size_t errcap)
+{
+	if (chat_template == NULL || kind == NULL || strcmp(kind, "hf") != 0) {
+		if (chat_template != NULL) {
+			if (out)
+				*out = NULL;
+			set_err(errbuf, errcap, "a chat template file needs the hf tokenizer");
+			return SY_EINVAL;
+		}
+		return sy_tokenizer_open_ex(kind, path, flags, out, errbuf, errcap);
+	}
+	char dummy[1];
+	if (!errbuf || !errcap) {
+		errbuf = dummy;
+		errcap = sizeof dummy;
+	}
+	if (!out)
+		return SY_EINVAL;
+	*out = NULL;
+	return sy_tokenizer_hf_open_files(path, chat_template, flags, out, errbuf, errcap);
+}
+
 void sy_tokenizer_close(struct sy_tokenizer *tok)
 {
 	if (tok)

@@ -192,6 +192,14 @@ enum {
 int sy_tokenizer_open_ex(const char *kind, const char *path, unsigned flags,
 			 struct sy_tokenizer **out, char *errbuf, size_t errcap);
 
+/* sy_tokenizer_open_ex() where, for "hf", `path` may also be the
+ * tokenizer.json file itself (tokenizer_config.json beside it), and
+ * `chat_template` (NULL: none) names a file whose text replaces the
+ * config's chat template (SGLang --chat-template); other kinds refuse a
+ * chat template (SY_EINVAL). */
+int sy_tokenizer_open_files(const char *kind, const char *path, const char *chat_template,
+			    unsigned flags, struct sy_tokenizer **out, char *errbuf, size_t errcap);
+
 /* Name of the chat rendering in use: "chatml" (bytes, off), or for "hf" the
  * recognised family ("qwen3", "llama3", ...) or "chatml-fallback". Static. */
 const char *sy_tokenizer_chat_template(const struct sy_tokenizer *tok);

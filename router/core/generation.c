@@ -456,8 +456,8 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	    (g->session_header = strdup(cfg->router.session_id_header)) == NULL ||
 	    (g->routing_header = strdup(cfg->router.routing_key_header)) == NULL)
 		return SY_ENOMEM;
-	rc = sy_tokenizer_open_ex(sy_tokenizer_kind_name(cfg->router.tokenizer.kind),
-				  cfg->router.tokenizer.path,
+	rc = sy_tokenizer_open_files(sy_tokenizer_kind_name(cfg->router.tokenizer.kind),
+				  cfg->router.tokenizer.path, cfg->router.tokenizer.chat_template,
 				  cfg->router.chat_template_fallback
 					  ? SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK
 					  : 0,

@@ -556,7 +556,7 @@ START_TEST(test_cross_field_checks_fail_with_key_and_position)
 	ck_assert_int_eq(load("router:\n  tokenizer:\n    kind: hf\n"), SY_OK);
 	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
 	ck_assert_str_eq(err.msg, "t.yaml:3:5: router.tokenizer.path: required when "
-				  "router.tokenizer.kind is hf");
+				  "router.tokenizer.kind is hf (or give router.tokenizer.model_path)");
 	sy_config_free(&cfg);
 	sy_config_init_defaults(&cfg);
 	ck_assert_int_eq(flag("statebus", "--query-endpoint", "ipc:///dev/shm/switchyard.ctl"),

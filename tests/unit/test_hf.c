@@ -341,6 +341,35 @@ START_TEST(test_unknown_chat_template_fails_unless_fallback)
 }
 END_TEST
 
+START_TEST(test_a_tokenizer_json_file_and_a_chat_template_file_open)
+{
+	write_dir(base_tokenizer(), NULL); /* the config has no template */
+	char file[128], tmpl[128], err[512] = "";
+	snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+	snprintf(tmpl, sizeof tmpl, "%s/mine.jinja", dir);
+	FILE *f = fopen(tmpl, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{{ my template }}", f);
+	fclose(f);
+	struct sy_tokenizer *tok = NULL;
+	/* the file path: the directory's config is read beside it */
+	int rc = sy_tokenizer_open_files("hf", file, NULL, SY_TOKENIZER_CHAT_TEMPLATE_FALLBACK, &tok,
+					 err, sizeof err);
+	ck_assert_msg(rc == SY_OK, "%s", err);
+	sy_tokenizer_close(tok);
+	/* an unknown template file is named in the refusal */
+	rc = sy_tokenizer_open_files("hf", file, tmpl, 0, &tok, err, sizeof err);
+	ck_assert_int_eq(rc, SY_EUNSUPPORTED);
+	ck_assert_msg(strstr(err, "mine.jinja: unknown chat_template") != NULL, "%s", err);
+	rc = sy_tokenizer_open_files("hf", dir, "/nonexistent.jinja", 0, &tok, err, sizeof err);
+	ck_assert_int_eq(rc, SY_EIO);
+	rc = sy_tokenizer_open_files("bytes", NULL, tmpl, 0, &tok, err, sizeof err);
+	ck_assert_int_eq(rc, SY_EINVAL);
+	unlink(tmpl);
+	remove_dir();
+}
+END_TEST
+
 /* ---- chat-template helpers ---- */
 
 static void expect_tojson(const char *json, const char *want)
@@ -429,6 +458,7 @@ int main(void)
 	tcase_add_test(t, test_segment_cache_is_exact_and_per_tokenizer);
 	tcase_add_test(t, test_unsupported_components_are_named_at_load);
 	tcase_add_test(t, test_unknown_chat_template_fails_unless_fallback);
+	tcase_add_test(t, test_a_tokenizer_json_file_and_a_chat_template_file_open);
 	tcase_add_test(t, test_tojson_writes_python_json_dumps);
 	tcase_add_test(t, test_strip_uses_python_whitespace);
 	tcase_add_test(t, test_threads_share_one_tokenizer);

@@ -55,7 +55,7 @@ static const struct row {
 	{"--cb-timeout-duration-secs", "5", "--cb-threshold 3", ACCEPT},
 	{"--cb-window-duration-secs", "5", "", REFUSE},
 	{"--chat-routing", "reorg", "", ACCEPT},
-	{"--chat-template", "@DIR/tmpl.jinja", "", ACCEPT},
+	{"--chat-template", "@DIR/tmpl.jinja", "--tokenizer-path @DIR", ACCEPT},
 	{"--client-cert-path", "/tmp/c", "", REFUSE},
 	{"--client-key-path", "/tmp/k", "", REFUSE},
 	{"--control-plane-api-keys", "id:name:admin:key", "", REFUSE},
@@ -488,6 +488,55 @@ START_TEST(test_sglang_seconds_become_milliseconds_and_bare_flags_set_their_valu
 }
 END_TEST
 
+/* Runs argv (NULL-terminated) through the command line; returns its result. */
+static int run_args(char **argv, struct sy_config *cfg, char *err, size_t cap)
+{
+	int argc = 0;
+	while (argv[argc] != NULL)
+		argc++;
+	struct router_cmdline cl;
+	return router_config_from_args(argc, argv, cfg, &cl, err, cap);
+}
+
+START_TEST(test_tokenizer_paths_imply_hf_and_a_hub_id_is_refused)
+{
+	static char err[ROUTER_CMDLINE_ERR_MAX];
+	struct sy_config cfg;
+	char file[128];
+	make_dir();
+	snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+	char *a1[] = {"switchyard-router", "--tokenizer-path", file, NULL};
+	ck_assert_msg(run_args(a1, &cfg, err, sizeof err) == SY_OK, "%s", err);
+	ck_assert_int_eq(cfg.router.tokenizer.kind, SY_TOKENIZER_HF);
+	ck_assert_str_eq(cfg.router.tokenizer.path, file);
+	sy_config_free(&cfg);
+	char *a2[] = {"switchyard-router", "--model-path", dir, NULL};
+	ck_assert_msg(run_args(a2, &cfg, err, sizeof err) == SY_OK, "%s", err);
+	ck_assert_int_eq(cfg.router.tokenizer.kind, SY_TOKENIZER_HF);
+	ck_assert_str_eq(cfg.router.tokenizer.path, dir); /* the model's tokenizer */
+	sy_config_free(&cfg);
+	char *a3[] = {"switchyard-router", "--model-path", "/nonexistent/m", "--tokenizer-path", dir,
+		      NULL};
+	ck_assert_msg(run_args(a3, &cfg, err, sizeof err) == SY_OK, "%s", err);
+	ck_assert_str_eq(cfg.router.tokenizer.path, dir); /* the tokenizer path wins */
+	sy_config_free(&cfg);
+	char *a4[] = {"switchyard-router", "--model-path", "Qwen/Qwen3-8B", NULL};
+	ck_assert_int_ne(run_args(a4, &cfg, err, sizeof err), SY_OK);
+	sy_config_free(&cfg);
+	ck_assert_msg(strstr(err, "router.tokenizer.model_path: \"Qwen/Qwen3-8B\" looks like a "
+				  "Hugging Face hub id") != NULL, "%s", err);
+	char *a5[] = {"switchyard-router", "--tokenizer", "bytes", "--tokenizer-path", dir, NULL};
+	ck_assert_int_ne(run_args(a5, &cfg, err, sizeof err), SY_OK);
+	sy_config_free(&cfg);
+	ck_assert_msg(strstr(err, "the bytes tokenizer reads no file") != NULL, "%s", err);
+	char *a6[] = {"switchyard-router", NULL};
+	ck_assert_int_eq(run_args(a6, &cfg, err, sizeof err), SY_OK);
+	ck_assert_int_eq(cfg.router.tokenizer.kind, SY_TOKENIZER_BYTES);
+	sy_config_free(&cfg);
+	remove_dir();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cmdline");
@@ -498,6 +547,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_prefill_needs_pd_disaggregation_and_a_port);
 	tcase_add_test(t, test_help_and_version_parse_nothing_else);
 	tcase_add_test(t, test_sglang_seconds_become_milliseconds_and_bare_flags_set_their_value);
+	tcase_add_test(t, test_tokenizer_paths_imply_hf_and_a_hub_id_is_refused);
 	suite_add_tcase(s, t);
 	return s;
 }
