@@ -27,8 +27,8 @@
 	      "each request as sent); remove it"
 #define MESH "there is no router mesh: the routers of a host share its state plane " \
 	     "(one switchyard-statebus per host); remove it"
-#define CLIENT_TLS "client certificates towards workers are not offered (https:// workers " \
-		   "are verified against the system CA store); remove it"
+#define CLIENT_TLS "client certificates towards workers are not offered (workers are " \
+		   "http:// URLs); remove it"
 #define AUTHN "per-tenant keys and JWT are not offered; use --api-key KEY (one bearer key " \
 	      "for the inference and model routes) and --admin-api-key KEY (the admin API)"
 #define PREFIX_HASH "the prefix_hash policy is not offered; use --policy cache_aware"
