@@ -854,8 +854,8 @@ static int finish_tokenizer(struct sy_config *cfg, struct sy_config_error *err)
 				: t->path != NULL                 ? "router.tokenizer.path"
 								  : "router.tokenizer.model_path";
 		sy_cfg_error(err, SY_ECONFIG, cfg->source, t->mark, k,
-			     "the %s tokenizer reads no file; a path implies hf (drop --tokenizer %s) or "
-			     "drop the path",
+			     "the %s tokenizer reads no file; use kind hf (a path implies it: drop "
+			     "--tokenizer %s), or remove the path",
 			     sy_tokenizer_kind_name(t->kind), sy_tokenizer_kind_name(t->kind));
 		return SY_ECONFIG;
 	}

@@ -382,7 +382,7 @@ static const struct probe probes[] = {
 	{"worker.bootstrap_port", "workers: [{url: http://d:1, role: decode, bootstrap_port: 9}]\n",
 	 "workers[0].bootstrap_port",
 	 "workers: [{url: http://p:1, role: prefill, bootstrap_port: 9}]\n"},
-	{"tokenizer.path", "router: {tokenizer: {path: /t}}\n", "router.tokenizer.path",
+	{"tokenizer.path", "router: {tokenizer: {kind: bytes, path: /t}}\n", "router.tokenizer.path",
 	 "router: {tokenizer: {kind: hf, path: /t}}\n"},
 	{"router.chat_template_fallback", "router: {chat_template_fallback: true}\n",
 	 "router.chat_template_fallback",
