@@ -96,11 +96,13 @@ def stream_chat(port, model, **extra):
 
 
 def chat_ok(port, model, what, served_model=None):
-    """Waits for discovery to name the workers, then checks one streamed chat."""
+    """Waits for discovery to name the workers (every worker of a PD pair:
+    until a chat is served), then checks one streamed chat."""
     def served():
         st, _, b = request(port, "GET", "/v1/models")
         return st == 200 and (served_model or model) in [m["id"] for m in json.loads(b)["data"]]
     wait_for(what + ": the engine's model listed", served)
+    wait_for(what + ": a first chat served", lambda: stream_chat(port, model)[0] == 200)
     st, h, chunks = stream_chat(port, model)
     check(st == 200, "%s: streamed chat: %s" % (what, st))
     check(len(chunks) >= 2 and chunks[0]["model"] == (served_model or model),
