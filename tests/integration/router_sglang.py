@@ -154,13 +154,14 @@ def sglang_routes(port, urls):
     st, _, b = request(port, "GET", "/get_model_info")
     check(st == 200 and json.loads(b)["model_path"] == MODEL, "/get_model_info %s" % b)
     check(request(port, "GET", "/health_generate")[0] == 200, "/health_generate")
-    st, _, b = request(port, "GET", "/get_loads")
+    auth = {"authorization": "Bearer " + KEY}
+    check(request(port, "GET", "/get_loads")[0] == 401, "/get_loads without the admin key")
+    st, _, b = request(port, "GET", "/get_loads", headers=auth)
     d = json.loads(b)
     check(st == 200 and d["total_workers"] == len(urls) and d["failed"] == 0
           and sorted(x["worker"] for x in d["loads"]) == sorted(urls)
           and all(x["worker_type"] == "regular" and x["load"] >= 0 for x in d["loads"]),
           "/get_loads %s" % d)
-    auth = {"authorization": "Bearer " + KEY}
     check(request(port, "GET", "/list_workers")[0] == 401, "/list_workers without the key")
     st, _, b = request(port, "GET", "/list_workers", headers=auth)
     check(st == 200 and sorted(json.loads(b)["urls"]) == sorted(urls), "/list_workers %s" % b)
@@ -323,7 +324,7 @@ def main():
 
     # Every bad flag in one run, with its replacement.
     r = subprocess.run([ROUTER, "--worker-urls", urls[0], "--cache-threshold", "0.5",
-                        "--api-key", "k", "--service-discovery", "--no-such-flag", "1"],
+                        "--jwt-issuer", "k", "--service-discovery", "--no-such-flag", "1"],
                        capture_output=True, text=True, timeout=20)
     lines = [l for l in r.stderr.split("\n") if l]
     check(r.returncode == 2 and len(lines) == 4
