@@ -715,7 +715,7 @@ def upstreams():
         f.write("model_id: m1\nworkers:\n")
         for m, fe in fakes.items():
             f.write("  - {url: %s, model: %s}\n" % (fe.url, m))
-        f.write("router: {request_timeout_secs: 1, stream_idle_timeout_secs: 1, processes: 1}\n")
+        f.write("router: {header_timeout_secs: 1, stream_idle_timeout_secs: 1, processes: 1}\n")
     port, rp = router("up", "--config", cfg)
     shm = SHM + "up"
     urls = [fe.url for fe in fakes.values()]
