@@ -282,7 +282,9 @@ def main():
     # Connection refused: 502 upstream_unreachable, and the worker is marked
     # down at once (passive health): the next request finds no candidate.
     gone = Engine()
-    p, port, shm = start_router(["http://127.0.0.1:%d" % gone.port])
+    # Probes 60 s apart: the request, not a probe, is what finds the engine
+    # gone (the first probe at start-up still gates its first pick).
+    p, port, shm = start_router(["http://127.0.0.1:%d" % gone.port], "--health-interval-ms", "60000")
     try:
         gone.sock.shutdown(socket.SHUT_RDWR)  # the engine passed its probe; now it refuses
         gone.sock.close()
