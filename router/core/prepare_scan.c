@@ -295,7 +295,12 @@ static int push(struct scan *s, enum frame_kind k)
 	return 1;
 }
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+/* Whitespace as yajl's lexer takes it: JSON's four, and \v and \f, which
+ * yajl accepts too (the spans must follow what the parser accepted). */
+static bool is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 /* The first offset at or after `at` that is neither whitespace nor `sep`. */
 static size_t past(const struct scan *s, size_t at, char sep)

@@ -121,7 +121,7 @@ static int read_tokens(struct kv_ctx *k, struct sy_cursor *c, struct sbd_kv_even
 	if (n > 0 && sy_grow((void **)&k->d->tokens, &k->d->tokens_cap, k->n_tokens + 2 * (size_t)n,
 			  sizeof(uint32_t)))
 		return -1;
-	uint32_t *out = k->d->tokens + k->n_tokens;
+	uint32_t *out = n > 0 ? k->d->tokens + k->n_tokens : NULL; /* no tokens: no buffer yet */
 	uint64_t units = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t t, t2;
