@@ -286,6 +286,13 @@ def main():
     # gone (the first probe at start-up still gates its first pick).
     p, port, shm = start_router(["http://127.0.0.1:%d" % gone.port], "--health-interval-ms", "60000")
     try:
+        # The listener is up before the first probe has answered: wait for
+        # the engine to be picked once (its probe passed; "connection: close"
+        # leaves no pooled socket), then make it refuse.
+        t0 = time.time()
+        while post(port, "conn-close")[0] != 200:
+            check(time.time() - t0 < 5, "engine never became healthy")
+            time.sleep(0.05)
         gone.sock.shutdown(socket.SHUT_RDWR)  # the engine passed its probe; now it refuses
         gone.sock.close()
         st, h, b, ok = post(port, "cl")
