@@ -69,6 +69,8 @@ struct fwd {
 	bool buffering;             /* a non-streamed body held until complete */
 	bool ttft_done;
 	bool cancelled;             /* the client went away (counted once) */
+	bool own_chunks;            /* HTTP/1.1 chunk framing written here, not by h2o's filter */
+	char chunk_head[20];        /* "<hex size>\r\n" of the chunk h2o is sending */
 	int status;                 /* upstream status */
 	unsigned attempts;
 	uint64_t t_start, t_dispatch, t_connect_start;
