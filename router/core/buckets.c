@@ -2,12 +2,13 @@
  * Bucket::pick_engines of the target design (buckets.h; SGLang
  * src/buckets_reorg.rs; reference/policy-defaults.md §6).
  *
- * Group filtering walks the fleet snapshot (sorted by ID) once: model index,
- * role = stage, active health, membership (a bitmap over fleet positions,
- * rebuilt only when the fleet's version moves), the exclusion list, then
- * the region's health words of the survivors, read live (not from the
- * snapshot), so a worker another process marked down a moment ago is
- * already left out. The policy gets the
+ * Group filtering walks the fleet snapshot (sorted by ID) once with the
+ * candidate filter readiness shares (engine_group_candidate): model index,
+ * role = stage, membership (a bitmap over fleet positions, rebuilt only
+ * when the fleet's version moves), active health, then the region's health
+ * words, read live (not from the snapshot), so a worker another process
+ * marked down a moment ago is already left out; the pick adds its
+ * exclusion list. The policy gets the
  * survivors as a contiguous array; its answer must be a pointer into that
  * array (identity) whose (slot, generation) is still ACTIVE in the table.
  */
@@ -140,6 +141,7 @@ static int cmp_str(const void *a, const void *b)
 static int group_members(struct engine_group *g, const struct fleet *f)
 {
 	size_t words = (f->n + 63) / 64;
+	g->member_version = 0;
 	if (words > g->member_words) {
 		uint64_t *bits = realloc(g->member_bits, words * sizeof(uint64_t));
 		if (bits == NULL)
@@ -147,7 +149,8 @@ static int group_members(struct engine_group *g, const struct fleet *f)
 		g->member_bits = bits;
 		g->member_words = words;
 	}
-	memset(g->member_bits, 0, g->member_words * sizeof(uint64_t));
+	if (g->member_words > 0)
+		memset(g->member_bits, 0, g->member_words * sizeof(uint64_t));
 	for (size_t i = 0; i < f->n; i++) {
 		const char *id = f->entries[i].id;
 		if (bsearch(&id, g->worker_ids, g->n_worker_ids, sizeof(char *), cmp_str) != NULL)
@@ -155,6 +158,44 @@ static int group_members(struct engine_group *g, const struct fleet *f)
 	}
 	g->member_version = f->version;
 	return SY_OK;
+}
+
+int engine_group_sync(struct engine_group *g, const struct fleet *f)
+{
+	if (g->all_workers || g->n_worker_ids == 0 || g->member_version == f->version)
+		return SY_OK;
+	return group_members(g, f);
+}
+
+enum candidate_verdict engine_group_candidate(const struct engine_group *g, const struct fleet *f,
+					      size_t i, uint32_t model_idx,
+					      const struct statebus_region *r, uint64_t now_ns,
+					      uint64_t cb_cool_down_ns)
+{
+	const struct fleet_entry *e = &f->entries[i];
+	if (e->model_idx != model_idx || e->role != (uint8_t)g->stage)
+		return CANDIDATE_OUTSIDE;
+	if (!g->all_workers &&
+	    (g->n_worker_ids == 0 || g->member_version != f->version ||
+	     i / 64 >= g->member_words || !(g->member_bits[i / 64] & (UINT64_C(1) << (i % 64)))))
+		return CANDIDATE_OUTSIDE;
+	if (!e->healthy)
+		return CANDIDATE_UNHEALTHY;
+	if (r == NULL)
+		return CANDIDATE_OK;
+	switch (statebus_health_pick(r, e->slot, e->generation, now_ns, cb_cool_down_ns)) {
+	case STATEBUS_PICK_DOWN:
+		return CANDIDATE_DOWN;
+	case STATEBUS_PICK_STALLED:
+		return CANDIDATE_STALLED;
+	case STATEBUS_PICK_BREAKER_OPEN:
+		return CANDIDATE_BREAKER_OPEN;
+	case STATEBUS_PICK_PROBE:
+		return CANDIDATE_PROBE;
+	case STATEBUS_PICK_OK:
+		break;
+	}
+	return CANDIDATE_OK;
 }
 
 bool worker_exclude_has(const struct worker_exclude *ex, uint32_t slot)
@@ -177,32 +218,31 @@ static size_t collect(struct engine_group *g, struct pick_env *env, struct engin
 	size_t n = 0;
 	for (size_t i = 0; i < f->n && n < env->scratch_cap; i++) {
 		const struct fleet_entry *e = &f->entries[i];
-		if (e->model_idx != env->model_idx || e->role != (uint8_t)g->stage || !e->healthy)
-			continue;
-		if (!g->all_workers && !(g->member_bits[i / 64] & (UINT64_C(1) << (i % 64))))
-			continue;
-		if (worker_exclude_has(env->exclude, e->slot))
+		if (e->model_idx != env->model_idx || worker_exclude_has(env->exclude, e->slot))
 			continue;
 		bool lost_here = false;
 		for (unsigned j = 0; j < n_lost; j++)
 			lost_here |= lost[j] == e->slot;
 		if (lost_here)
 			continue;
-		enum statebus_pick_health h = STATEBUS_PICK_OK;
-		if (env->region != NULL)
-			h = statebus_health_pick(env->region, e->slot, e->generation, env->now_ns,
-						 env->cb_cool_down_ns);
-		if (h == STATEBUS_PICK_DOWN) {
+		enum candidate_verdict v = engine_group_candidate(
+			g, f, i, env->model_idx, env->region, env->now_ns, env->cb_cool_down_ns);
+		switch (v) {
+		case CANDIDATE_OUTSIDE:
+		case CANDIDATE_UNHEALTHY:
+			continue;
+		case CANDIDATE_DOWN:
 			env->skipped_down++;
 			continue;
-		}
-		if (h == STATEBUS_PICK_STALLED) {
+		case CANDIDATE_STALLED:
 			env->skipped_stalled++;
 			continue;
-		}
-		if (h == STATEBUS_PICK_BREAKER_OPEN) {
+		case CANDIDATE_BREAKER_OPEN:
 			env->skipped_breaker++;
 			continue;
+		case CANDIDATE_OK:
+		case CANDIDATE_PROBE:
+			break;
 		}
 		struct engine_candidate *k = &c[n++];
 		k->slot = e->slot;
@@ -211,7 +251,7 @@ static size_t collect(struct engine_group *g, struct pick_env *env, struct engin
 		k->bootstrap_port = e->bootstrap_port;
 		k->dp_size = e->dp_size;
 		k->load_read = false;
-		k->cb_probe = h == STATEBUS_PICK_PROBE;
+		k->cb_probe = v == CANDIDATE_PROBE;
 	}
 	return n;
 }
@@ -228,12 +268,10 @@ enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env
 	out->worker = NULL;
 	out->reason = NULL;
 	out->rejected_by = ADMIT_OK;
-	if (!g->all_workers) {
-		if (g->n_worker_ids == 0)
-			return PICK_NO_CANDIDATES; /* explicit empty membership */
-		if (g->member_version != f->version && group_members(g, f) != SY_OK)
-			return PICK_INVALID_CONFIGURATION;
-	}
+	if (!g->all_workers && g->n_worker_ids == 0)
+		return PICK_NO_CANDIDATES; /* explicit empty membership */
+	if (engine_group_sync(g, f) != SY_OK)
+		return PICK_INVALID_CONFIGURATION;
 	for (;;) {
 		size_t n = collect(g, env, c, lost, n_lost);
 		if (n == 0)

@@ -118,6 +118,36 @@ struct worker_exclude {
 /* True when `slot` is in `ex` (NULL: none). */
 bool worker_exclude_has(const struct worker_exclude *ex, uint32_t slot);
 
+/* What the candidate filter says about one fleet entry for one group
+ * (engine_group_candidate), in the order the checks run. */
+enum candidate_verdict {
+	CANDIDATE_OK = 0,        /* usable */
+	CANDIDATE_PROBE,         /* usable only as its breaker's half-open probe
+				    (a pick must win statebus_breaker_take_probe) */
+	CANDIDATE_OUTSIDE,       /* another model or role, or not a member */
+	CANDIDATE_UNHEALTHY,     /* active probe failed, or never probed (unknown) */
+	CANDIDATE_DOWN,          /* passively down until a probe passes */
+	CANDIDATE_STALLED,       /* stalled until bytes flow or a probe passes */
+	CANDIDATE_BREAKER_OPEN,  /* breaker open, or its half-open probe is out */
+};
+
+/* Brings g's membership cache up to date with fleet f (a no-op for a
+ * group of all workers, or when f's version has not moved). SY_OK or
+ * SY_ENOMEM (the cache is then not usable: no entry is a member). */
+int engine_group_sync(struct engine_group *g, const struct fleet *f);
+
+/* The candidate filter of EngineGroup::pick and of readiness
+ * (router/core/readiness.h), for entry i of fleet f (i < f->n) and the
+ * model index model_idx: model, role = g's stage, membership (g synced
+ * with f by engine_group_sync), the active probe result (`healthy`), then
+ * the region's health words read live (statebus_health_pick at now_ns;
+ * r NULL: none; cb_cool_down_ns 0 = breakers off). Reads only; takes no
+ * breaker probe. Request-level exclusions are the pick's own. */
+enum candidate_verdict engine_group_candidate(const struct engine_group *g, const struct fleet *f,
+					      size_t i, uint32_t model_idx,
+					      const struct statebus_region *r, uint64_t now_ns,
+					      uint64_t cb_cool_down_ns);
+
 /* Everything a group pick needs beyond the group: the request, the state
  * plane, the fleet snapshot, the request's model index, scratch candidate
  * arrays (fleet capacity each; two so that a decode pick can see the
@@ -142,11 +172,11 @@ struct pick_env {
 			health table left out (summed over the request's picks) */
 };
 
-/* EngineGroup::pick: filters fleet entries by model, role (= stage),
- * membership and health, in ID order — health = the statebus's active
- * probe result (`healthy`: a worker never probed is unknown and left out),
- * then the region's health words read live (statebus_health_pick): passive
- * down, stalled, breaker open or its probe out; and env->exclude. No
+/* EngineGroup::pick: keeps the fleet entries engine_group_candidate
+ * accepts, in ID order — model, role (= stage), membership, the statebus's
+ * active probe result (`healthy`: a worker never probed is unknown and
+ * left out), then the region's health words read live: passive down,
+ * stalled, breaker open or its probe out — minus env->exclude. No
  * candidate → PICK_NO_CANDIDATES without calling the policy; else
  * policy_pick on the snapshot, then checks that the answer is one of the
  * candidate objects and still valid in the table (slot, generation) → else

@@ -556,3 +556,10 @@ int router_gen_build(struct sy_config *cfg, uint64_t number, struct router_gen *
 	*out = g;
 	return SY_OK;
 }
+
+uint64_t router_gen_cb_cool_down_ns(const struct router_gen *g)
+{
+	return g->cfg.router.cb_threshold > 0
+		       ? (uint64_t)g->cfg.router.cb_cool_down_secs * UINT64_C(1000000000)
+		       : 0;
+}

@@ -135,4 +135,9 @@ void router_gen_unref(struct router_gen *g);
  * for tests) and forces a rescan at the next selection. */
 void router_gen_set_fleet_refresh(struct router_gen *g, uint64_t refresh_ns);
 
+/* The breaker cool-down of g's configuration in ns (router.cb_cool_down_secs),
+ * or 0 when breakers are off (router.cb_threshold 0): the candidate
+ * filter's argument (engine_group_candidate, buckets.h). */
+uint64_t router_gen_cb_cool_down_ns(const struct router_gen *g);
+
 #endif

@@ -3,9 +3,12 @@
  *
  * Ready = at least one model can get a complete selection: some bucket
  * serving it (per-model resolution, buckets.h) has a candidate for it in
- * its plain group, or one in its prefill group and one in its decode group. A candidate is what EngineGroup::pick filters
- * in before any policy runs (engine_group_pick, buckets.h): a fleet entry
- * of the model and the group's role, healthy, and a member of the group.
+ * its plain group, or one in its prefill group and one in its decode
+ * group. A candidate is what selection's own filter accepts
+ * (engine_group_candidate, buckets.h): a fleet entry of the model and the
+ * group's role, a member of the group, healthy by the active probe, and
+ * neither passively down, stalled nor breaker-open in the region's health
+ * table (a breaker whose half-open probe is free counts).
  * Load and admission are not consulted: a busy fleet is ready (its
  * requests queue or get 503 policy_selection_failed), a fleet that cannot
  * form a selection is not.
@@ -25,8 +28,10 @@
  * nothing healthy, or a plain bucket without a candidate),
  * no_prefill_workers_available / no_decode_workers_available (a PD bucket
  * with only its other stage), the most specific over all models and
- * buckets; `message` names the model, bucket and what is missing (never a
- * worker URL). When ready, `message` names the model and bucket found. */
+ * buckets; `message` names the model, bucket and what is missing, with
+ * how many healthy workers the health table left out (passively down,
+ * stalled, breaker open) when any (never a worker URL). When ready,
+ * `message` names the model and bucket found. */
 struct router_readiness {
 	bool ready;
 	const char *code;                    /* static; NULL when ready */

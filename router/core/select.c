@@ -217,9 +217,7 @@ static int picks(struct router_gen *g, struct statebus_region *r, const struct p
 		.scratch_cap = g->scratch_cap,
 		.rej = &rej,
 		.exclude = ex,
-		.cb_cool_down_ns = g->cfg.router.cb_threshold > 0
-					   ? (uint64_t)g->cfg.router.cb_cool_down_secs * 1000000000u
-					   : 0,
+		.cb_cool_down_ns = router_gen_cb_cool_down_ns(g),
 	};
 	enum engine_stage last_stage = STAGE_PLAIN;
 	o = attempt(order, &env, n_order, out, &last_stage);

@@ -189,7 +189,15 @@ int sbd_fleet_add(struct sbd *d, const struct sy_config_worker *cw, uint32_t *sl
 			rec.health_failures = 0; /* adopted: the failure streak starts over */
 			rec.health_checked_ns = cur.health_checked_ns;
 		}
-		rc = statebus_worker_update(d->r, s, gen, &rec);
+		/* A slot adopted at start-up keeps the facts in the table (what
+		 * the engine told the previous statebus or router master) until
+		 * its discovery publishes new ones: the configuration's alone
+		 * would show routers, for a discovery round trip or as long as
+		 * the engine does not answer, the default model, role and KV
+		 * facts in place of the discovered ones — no candidate for the
+		 * model (503 no_healthy_workers) and no cache signal. */
+		bool adopted = d->w[s].used && d->w[s].gen == gen && d->w[s].restart_pending;
+		rc = adopted ? SY_OK : statebus_worker_update(d->r, s, gen, &rec);
 		if (rc == SY_OK)
 			sy_info("worker %s: slot %u adopted (generation %u)", rec.id, s, gen);
 	}

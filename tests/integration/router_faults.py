@@ -75,26 +75,7 @@ def start_fleet(name, *args):
 
 def restart_mock(m, d):
     """Starts mock `m` (a fleet.json entry) again on the same ports."""
-    args = [MOCK, "--host", "127.0.0.1", "--port", str(m["http_port"]), "--kv-port", str(m["kv_port"]),
-            "--load-port", str(m["load_port"]), "--replay-port", str(m["replay_port"]), "--dp-size", "1",
-            "--disaggregation-bootstrap-port", str(m["bootstrap_port"])]
-    if m["role"] != "plain":
-        args += ["--disaggregation-mode", m["role"]]
-    p = subprocess.Popen(args + MOCK_ARGS, stdout=open(os.path.join(d, m["name"] + ".log"), "a"),
-                         stderr=subprocess.STDOUT)
-    procs.append(p)
-    m["pid"] = p.pid
-    with open(os.path.join(d, m["name"] + ".pid"), "w") as f:
-        f.write(str(p.pid))
-    end = time.time() + 5
-    while time.time() < end:
-        try:
-            if sytest.request(m["http_port"], "GET", "/health", timeout=1)[0] == 200:
-                return time.time()
-        except OSError:
-            pass
-        time.sleep(0.01)
-    fail("mock %s did not come back" % m["name"])
+    return sytest.restart_mock(MOCK, m, d, MOCK_ARGS, procs)
 
 
 def start_router(name, shm, *args):
@@ -155,20 +136,6 @@ def close_wait(port):
             loc, st = line.split()[1], line.split()[3]
             n += st == "08" and int(loc.split(":")[1], 16) == port
     return n
-
-
-def wait_refused(port):
-    """Waits (≤ 2 s) until 127.0.0.1:port refuses connections."""
-    end = time.time() + 2
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-        except ConnectionRefusedError:
-            return
-        except OSError:
-            pass
-        time.sleep(0.005)
-    fail("port %d still accepts after the kill" % port)
 
 
 def inflight(shm):
@@ -375,7 +342,7 @@ def fault_pd(rows):
     # port refuses connections: until the kernel has closed the listener,
     # a connect still completes into its backlog)
     os.kill(dm["pid"], signal.SIGKILL)
-    wait_refused(dm["http_port"])
+    sytest.wait_refused(dm["http_port"])
     t_k = time.time()
     codes = []
     for i in range(4):

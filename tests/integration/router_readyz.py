@@ -9,7 +9,21 @@ engine is stopped (SIGSTOP): once the statebus marks it unhealthy, /readyz
 answers 503 with the JSON error body {"error": {"code":
 "no_prefill_workers_available", "message": names the bucket and what is
 missing}} — on a connection opened before, too — and an inference request
-gets the same code. SIGCONT: /readyz is 200 again. Bounded: about 10 s.
+gets the same code. SIGCONT: /readyz is 200 again.
+
+Then the region's health table, with a router of its own (no statebus: its
+master probes; a failed probe never turns a worker unhealthy here,
+--health-failure-threshold 1000, so only the health table can leave the
+two plain engines out): /readyz answers 503 no_healthy_workers naming how
+many workers are left out, and 200 again afterwards, when
+  breaker   both engines answer 500 (--cb-threshold 2): "2 breaker open";
+            200 again once the cool-down lets a half-open probe through;
+  stall     both engines stopped with a streamed request in flight each (1 s stall
+            timeout): "2 stalled"; 200 again after SIGCONT;
+  down      both engines killed, one request each is refused: "2 passively
+            down"; 200 again after a health probe of the restarted engines
+            passes (its log line).
+Bounded: about 25 s.
 """
 import http.client
 import json
@@ -18,6 +32,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,8 +43,11 @@ from sytest import check, fail, free_port, request, wait_for  # noqa: E402
 ROUTER, STATEBUS, FLEET, MOCK, SYCTL = sys.argv[1:6]
 T = tempfile.mkdtemp(prefix="sy-readyz.")
 SHM = "/dev/shm/sy-test-readyz-%d" % os.getpid()
+SHM2 = SHM + "-plain"
+MOCK_ARGS = ["--model", "m1", "--decode-us-per-token", "2000", "--log-level", "warn"]
 procs = []
 fleet_dir = os.path.join(T, "fleet")
+plain_dir = os.path.join(T, "plain")
 stopped = []
 
 
@@ -38,7 +57,7 @@ def log(msg):
 
 @sytest.on_fail
 def show_logs():
-    for name in ("router.log", "statebus.log"):
+    for name in ("router.log", "statebus.log", "plain.log"):
         sytest.print_tail(os.path.join(T, name))
 
 
@@ -49,8 +68,10 @@ def cleanup():
         except OSError:
             pass
     sytest.stop_procs(procs)
-    subprocess.run([FLEET, "stop", "--dir", fleet_dir], capture_output=True)
-    subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
+    for d in (fleet_dir, plain_dir):
+        subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)
+    for shm in (SHM, SHM2):
+        subprocess.run([SYCTL, "--shm", shm, "destroy"], capture_output=True)
     subprocess.run(["rm", "-rf", T])
 
 
@@ -116,7 +137,126 @@ def main():
     stopped.remove(p["pid"])
     wait_for("/readyz 200 again", lambda: readyz()[0] == 200, timeout=10)
     open_conn.close()
+    health_table()
     log("router_readyz: 1 passed, 0 failed")
+
+
+def health_table():
+    r = subprocess.run([FLEET, "start", "--dir", plain_dir, "--bin", MOCK, "--count", "2", "--"]
+                       + MOCK_ARGS, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail("mock-fleet: " + r.stderr)
+    with open(os.path.join(plain_dir, "fleet.json")) as f:
+        fleet = json.load(f)
+    port = free_port()
+    rlog = os.path.join(T, "plain.log")
+    rp = subprocess.Popen([ROUTER, "--host", "127.0.0.1", "--port", str(port), "--shm", SHM2,
+                           "--processes", "1", "--model-id", "m1", "--policy", "round_robin",
+                           "--health-interval-ms", "200", "--health-timeout-ms", "300",
+                           "--health-failure-threshold", "1000", "--stall-timeout-secs", "1",
+                           "--cb-threshold", "2", "--cb-cool-down-secs", "1", "--worker-urls"]
+                          + [m["url"] for m in fleet],
+                          stdout=open(rlog, "a"), stderr=subprocess.STDOUT)
+    procs.append(rp)
+
+    def readyz():
+        check(rp.poll() is None, "router (plain) exited")
+        try:
+            st, _, body = request(port, "GET", "/readyz", timeout=3)
+            return st, body
+        except OSError:
+            return None, b""
+
+    def not_ready(what, left_out):
+        """Waits for /readyz 503 no_healthy_workers whose message says
+        left_out (e.g. "0 passively down, 2 stalled, 0 breaker open")."""
+        def pred():
+            st, body = readyz()
+            if st != 503:
+                return None
+            err = json.loads(body)["error"]
+            return err if left_out in err["message"] else None
+        err = wait_for("/readyz 503 with %s" % what, pred, timeout=5, interval=0.02)
+        check(err["code"] == "no_healthy_workers", "%s: code %r" % (what, err))
+        check("http" not in err["message"], "%s: message names a URL: %r" % (what, err))
+        log("%s: /readyz 503 %s" % (what, json.dumps(err)))
+
+    def chat(timeout=10, stream=False):
+        try:
+            st, h, body = request(port, "POST", "/v1/chat/completions",
+                                  {"model": "m1", "max_tokens": 4, "stream": stream,
+                                   "messages": [{"role": "user", "content": "readyz"}]},
+                                  timeout=timeout)
+            return st, h.get("x-switchyard-worker")
+        except OSError:
+            return 0, None
+
+    def all_served():
+        """Requests until each engine answered one (breakers closed again)."""
+        seen = set()
+        for _ in range(10):
+            st, w = chat()
+            if st == 200:
+                seen.add(w)
+            if len(seen) == len(fleet):
+                return
+        fail("not every engine answered: %r" % seen)
+
+    wait_for("/readyz 200 (plain)", lambda: readyz()[0] == 200, timeout=15)
+    all_served()
+
+    # breakers: every engine answers 500 until each breaker is open
+    for m in fleet:
+        request(m["http_port"], "POST", "/mock/faults", {"fail_rate": 1})
+    for _ in range(2 * len(fleet)):
+        st, _ = chat()
+        check(st == 500, "an injected failure answered %d" % st)
+    not_ready("both breakers open", "0 passively down, 0 stalled, 2 breaker open")
+    for m in fleet:
+        request(m["http_port"], "POST", "/mock/faults", {"fail_rate": 0})
+    wait_for("/readyz 200 after the breaker cool-down", lambda: readyz()[0] == 200, timeout=5)
+    all_served()
+
+    # stalls: a streamed request (the stall evidence) in flight on each
+    # stopped engine
+    for m in fleet:
+        os.kill(m["pid"], signal.SIGSTOP)
+        stopped.append(m["pid"])
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(chat(30, True)), daemon=True)
+               for _ in fleet]
+    for t in threads:
+        t.start()
+        time.sleep(0.1)
+    not_ready("both engines stalled", "0 passively down, 2 stalled, 0 breaker open")
+    for m in fleet:
+        os.kill(m["pid"], signal.SIGCONT)
+        stopped.remove(m["pid"])
+    wait_for("/readyz 200 after SIGCONT", lambda: readyz()[0] == 200, timeout=5)
+    for t in threads:
+        t.join(30)
+    check(sorted(st for st, _ in results) == [200, 200], "stalled requests: %r" % results)
+
+    # passive down: both engines gone, a request refused by each
+    for m in fleet:
+        os.kill(m["pid"], signal.SIGKILL)
+    for m in fleet:
+        sytest.wait_refused(m["http_port"])
+    t_kill = time.time()
+    for _ in fleet:
+        st, _ = chat()
+        check(st in (502, 503), "a request to a dead fleet answered %d" % st)
+    not_ready("both engines passively down", "2 passively down, 0 stalled, 0 breaker open")
+    with open(rlog, errors="replace") as f:
+        probes0 = f.read().count("health probe passed, passive down mark cleared")
+    for m in fleet:
+        sytest.restart_mock(MOCK, m, plain_dir, MOCK_ARGS, procs)
+    wait_for("/readyz 200 after the restart", lambda: readyz()[0] == 200, timeout=5)
+    with open(rlog, errors="replace") as f:
+        probes = f.read().count("health probe passed, passive down mark cleared")
+    check(probes > probes0, "/readyz 200 again without a probe clearing a down mark")
+    log("health table: 503 while down / stalled / breaker-open, 200 again (%.1f s after the kill)"
+        % (time.time() - t_kill))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,12 @@ Then the statebus is killed (-9) and started again about a second later,
 with the load still running. The restarted statebus keeps the index (same
 index incarnation), resumes each stream from its cursor and fills the gap by
 replay; the hit ratios over the window after the restart stay within 5
-points of those before it. No request fails. Bounded: about 30 s.
+points of those before it. No request fails. Then, with the load stopped
+and one engine stopped (SIGSTOP, so that its discovery cannot answer), the
+statebus is killed and started again: the workers table keeps every
+worker's discovered model (m1, not the configuration's default) while the
+new statebus rediscovers them, so routers never see the model without
+workers. Bounded: about 35 s.
 Everything started here is stopped on exit.
 """
 import http.client
@@ -171,7 +176,8 @@ def main():
     if r.returncode != 0:
         fail("mock-fleet: " + r.stderr)
     with open(os.path.join(fleet_dir, "fleet.json")) as f:
-        urls = [m["url"] for m in json.load(f)]
+        mocks = json.load(f)
+    urls = [m["url"] for m in mocks]
     sb = start_statebus(urls)
     wait_for("replay endpoints of the 3 engines",
              lambda: len(syctl("workers")["workers"]) == 3 and all(
@@ -265,6 +271,20 @@ def main():
           "a stream is untrusted or partial after the restart: %s" % streams)
     log("statebus_restart: hit ratio %.1f %% before, %.1f %% after (routed %.1f %% / %.1f %%)"
         % (before["token_hit"], after["token_hit"], before["routed_hit"], after["routed_hit"]))
+
+    # adopted facts hold until rediscovery: engine 0 cannot answer it
+    os.kill(mocks[0]["pid"], signal.SIGSTOP)
+    try:
+        sb.send_signal(signal.SIGKILL)
+        sb.wait(timeout=10)
+        sb = start_statebus(urls)
+        time.sleep(0.5)
+        models = {w["worker"]: w["model"] for w in syctl("workers")["workers"]}
+    finally:
+        os.kill(mocks[0]["pid"], signal.SIGCONT)
+    log("after a restart with engine 0 stopped: models %s" % sorted(models.values()))
+    check(sorted(models) == sorted(urls) and set(models.values()) == {"m1"},
+          "the restarted statebus replaced discovered facts with the configuration's: %s" % models)
     sb.send_signal(signal.SIGTERM)
     check(sb.wait(timeout=10) == 0, "statebus exit status %s" % sb.returncode)
 

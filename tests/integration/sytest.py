@@ -193,6 +193,48 @@ def fleet_one(fleet, mock, d, *mock_args):
         return json.load(f)[0]
 
 
+def restart_mock(mock, m, d, mock_args, procs, timeout=5.0):
+    """Starts mock engine m (a mock-fleet fleet.json entry of fleet dir d)
+    again on the same ports with mock_args, its output appended to
+    d/NAME.log and its pid written to m["pid"] and d/NAME.pid (so that
+    `mock-fleet stop` stops it); waits until its /health answers 200 →
+    the wall time it did."""
+    args = [mock, "--host", "127.0.0.1", "--port", str(m["http_port"]), "--kv-port", str(m["kv_port"]),
+            "--load-port", str(m["load_port"]), "--replay-port", str(m["replay_port"]), "--dp-size", "1",
+            "--disaggregation-bootstrap-port", str(m["bootstrap_port"])]
+    if m["role"] != "plain":
+        args += ["--disaggregation-mode", m["role"]]
+    p = subprocess.Popen(args + list(mock_args), stdout=open(os.path.join(d, m["name"] + ".log"), "a"),
+                         stderr=subprocess.STDOUT)
+    procs.append(p)
+    m["pid"] = p.pid
+    with open(os.path.join(d, m["name"] + ".pid"), "w") as f:
+        f.write(str(p.pid))
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if request(m["http_port"], "GET", "/health", timeout=1)[0] == 200:
+                return time.time()
+        except OSError:
+            pass
+        time.sleep(0.01)
+    fail("mock %s did not come back" % m["name"])
+
+
+def wait_refused(port, timeout=2.0):
+    """Waits until 127.0.0.1:port refuses connections (a killed listener)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+        except ConnectionRefusedError:
+            return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    fail("port %d still accepts after the kill" % port)
+
+
 def fleet_stop_checked(fleet, d, active):
     """Stops the fleet in d; a sanitizer report in a mock's log fails the
     test; then takes d off the list active and removes it."""

@@ -9,8 +9,10 @@
  */
 #include "tools/mock-engine/engine.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -542,6 +544,38 @@ static uint64_t rng_next(struct mock_engine *e)
 	return x;
 }
 
+/* Up to `cap` bytes of v with spaces and control bytes as '_'. */
+static size_t log_field(char *dst, size_t cap, const char *v, size_t n)
+{
+	if (n > cap)
+		n = cap;
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (unsigned char)v[i] <= ' ' || v[i] == 0x7f ? '_' : v[i];
+	return n;
+}
+
+void mock_engine_log_request(struct mock_engine *e, h2o_req_t *req)
+{
+	if (e->request_log_fd < 0)
+		return;
+	char line[512];
+	uint64_t ns = sy_wall_ns();
+	int n = snprintf(line, sizeof(line), "%" PRIu64 ".%06" PRIu64 " %d ", ns / 1000000000u,
+			 ns / 1000u % 1000000u, e->cfg.port);
+	size_t w = n > 0 ? (size_t)n : 0;
+	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
+	if (i >= 0 && req->headers.entries[i].value.len > 0)
+		w += log_field(line + w, 128, req->headers.entries[i].value.base,
+			       req->headers.entries[i].value.len);
+	else
+		line[w++] = '-';
+	line[w++] = ' ';
+	w += log_field(line + w, 256, req->path.base, req->path.len);
+	line[w++] = '\n';
+	if (write(e->request_log_fd, line, w) != (ssize_t)w)
+		sy_warn("--request-log: short write");
+}
+
 void mock_engine_submit(struct mreq *r)
 {
 	struct mock_engine *e = r->eng;
@@ -714,6 +748,15 @@ int mock_engine_init(struct mock_engine *e, const struct mock_config *cfg, h2o_e
 					 cfg->skip_seq_every};
 	e->rng = cfg->seed ? cfg->seed : 0x2545F4914F6CDD1Dull;
 	e->started_wall_s = sy_wall_ns() / 1000000000u - sy_mono_us() / 1000000u;
+	e->request_log_fd = -1;
+	if (cfg->request_log != NULL) {
+		e->request_log_fd =
+			open(cfg->request_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (e->request_log_fd < 0) {
+			sy_error("--request-log %s: cannot open it for appending", cfg->request_log);
+			return SY_EIO;
+		}
+	}
 	int rc = mock_tok_init(&e->tok, cfg->tokenizer, cfg->tokenizer_path);
 	if (rc) {
 		sy_error("tokenizer '%s' is not supported by this build", cfg->tokenizer);

@@ -83,6 +83,7 @@ struct mock_config {
 	int engine;                  /* enum mock_engine_kind */
 	const char *lora[MOCK_MAX_LORA]; /* vLLM LoRA adapter names served */
 	int n_lora;
+	const char *request_log;     /* --request-log: path, NULL = off */
 };
 
 /* Fault switches, changeable at run time (POST /mock/faults). */
@@ -139,6 +140,7 @@ struct mock_engine {
 	char *model_json;             /* model name as a JSON string literal */
 	struct mock_pd *pd;           /* bootstrap server / client state */
 	uint64_t started_wall_s;
+	int request_log_fd;           /* --request-log, opened O_APPEND; -1 = off */
 	struct sy_blockhash_digest lora_seed[MOCK_MAX_LORA]; /* chain roots of the
 					 adapters (sy_blockhash_lora_seed) */
 };
@@ -194,6 +196,11 @@ struct mreq {
 /* Creates the engine: ranks, caches, publishers (binds ZMQ sockets).
  * Returns 0 or a negative sy_err (logged). */
 int mock_engine_init(struct mock_engine *e, const struct mock_config *cfg, h2o_evloop_t *loop);
+
+/* --request-log: appends one line for inference request `req` as it
+ * arrives ("<wall seconds.µs> <HTTP port> <x-request-id or -> <path>\n",
+ * one write, so engines may share the file). No-op when off. */
+void mock_engine_log_request(struct mock_engine *e, h2o_req_t *req);
 
 /* Takes a parsed request: applies faults, routes it to a rank and queues
  * it. On an immediate error it has already responded. */

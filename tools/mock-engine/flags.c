@@ -40,6 +40,8 @@ static const char usage[] =
 	"  --drop-after-tokens N        cut the connection after N streamed tokens (0 = off)\n"
 	"  --skip-seq-every N           leave every N-th KV batch off the PUB (0 = off)\n"
 	"  --seed N                     seed of the fault RNG\n"
+	"  --request-log FILE           append a line per inference request as it arrives\n"
+	"                               (wall time, HTTP port, x-request-id, path)\n"
 	"  --load-interval-ms N         idle LoadStat resend interval (1000)\n"
 	"  --max-body-bytes N           larger request bodies get 413 (67108864)\n"
 	"  --engine sglang|vllm         engine to emulate (sglang); vllm: vLLM's HTTP API,\n"
@@ -65,7 +67,7 @@ enum {
 	F_HOST = 256, F_PORT, F_MODEL, F_KV, F_LOAD, F_REPLAY, F_TOPIC, F_ENC, F_RFRAMES, F_RSTEPS,
 	F_MEDIUM, F_DP, F_BS, F_CACHE, F_TOK, F_TOKPATH, F_MAXRUN, F_PREFILL, F_DECODE, F_MAXTOK,
 	F_PD, F_BPORT, F_PDTO, F_SPEC, F_FAIL, F_STALL, F_DROP, F_SKIP, F_SEED, F_LOADINT, F_MAXBODY, F_LOG,
-	F_ENGINE, F_LORA, F_HELP, F_VERSION,
+	F_ENGINE, F_LORA, F_REQLOG, F_HELP, F_VERSION,
 };
 
 static const struct option opts[] = {
@@ -83,7 +85,8 @@ static const struct option opts[] = {
 	{"fail-rate", 1, 0, F_FAIL}, {"stall-ms", 1, 0, F_STALL},
 	{"drop-after-tokens", 1, 0, F_DROP}, {"skip-seq-every", 1, 0, F_SKIP}, {"seed", 1, 0, F_SEED},
 	{"load-interval-ms", 1, 0, F_LOADINT}, {"max-body-bytes", 1, 0, F_MAXBODY}, {"log-level", 1, 0, F_LOG},
-	{"engine", 1, 0, F_ENGINE}, {"lora-modules", 1, 0, F_LORA}, {"help", 0, 0, F_HELP},
+	{"engine", 1, 0, F_ENGINE}, {"lora-modules", 1, 0, F_LORA}, {"request-log", 1, 0, F_REQLOG},
+	{"help", 0, 0, F_HELP},
 	{"version", 0, 0, F_VERSION}, {0, 0, 0, 0},
 };
 
@@ -176,6 +179,7 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 		case F_LOADINT: NUM(10, 60000); c->load_interval_ms = (int)v; break;
 		case F_MAXBODY: NUM(1024, 1 << 30); c->max_body_bytes = (size_t)v; break;
 		case F_LOG: *log_level = a; break;
+		case F_REQLOG: c->request_log = a; break;
 		case F_ENGINE:
 			if (strcasecmp(a, "sglang") == 0)
 				c->engine = MOCK_ENGINE_SGLANG;

@@ -188,6 +188,7 @@ int route_infer(struct mock_engine *e, h2o_req_t *req, enum mreq_kind kind)
 		http_error(req, 405, "MethodNotAllowed", "use POST");
 		return 0;
 	}
+	mock_engine_log_request(e, req);
 	json_error_t jerr;
 	json_t *root = json_loadb(req->entity.base ? req->entity.base : "",
 				  req->entity.base ? req->entity.len : 0, 0, &jerr);

@@ -484,6 +484,58 @@ START_TEST(test_probe_lost_to_another_process_asks_the_policy_again)
 }
 END_TEST
 
+/* The candidate filter pick and readiness share: each check in turn. */
+static enum candidate_verdict verdict(struct engine_group *g, const struct pick_env *e,
+				      const char *id, uint64_t now_ns)
+{
+	ck_assert_int_eq(engine_group_sync(g, e->fleet), SY_OK);
+	for (size_t i = 0; i < e->fleet->n; i++)
+		if (strcmp(e->fleet->entries[i].id, id) == 0)
+			return engine_group_candidate(g, e->fleet, i, e->model_idx, e->region, now_ns,
+						      COOL_NS);
+	ck_abort_msg("%s is not in the fleet", id);
+	return CANDIDATE_OUTSIDE;
+}
+
+START_TEST(test_candidate_filter_verdicts)
+{
+	uint32_t sl[3];
+	fleet3(sl); /* a, b, c */
+	uint32_t d = rfx_worker(&fx, "http://d", "m", STATEBUS_WORKER_PLAIN, true);
+	rfx_worker(&fx, "http://0-unhealthy", "m", STATEBUS_WORKER_PLAIN, false);
+	rfx_worker(&fx, "http://0-other", "other-model", STATEBUS_WORKER_PLAIN, true);
+	rfx_worker(&fx, "http://p", "m", STATEBUS_WORKER_PREFILL, true);
+	ck_assert(statebus_health_mark_down(fx.r, sl[1], rfx_gen(&fx, sl[1]), STATEBUS_DOWN_RESET,
+					    RF_NOW - 10));
+	ck_assert(statebus_health_mark_stalled(fx.r, sl[2], rfx_gen(&fx, sl[2]), RF_NOW - 10));
+	for (int i = 0; i < 3; i++)
+		statebus_breaker_report(fx.r, d, rfx_gen(&fx, d), 3, STATEBUS_CB_FAILURE, RF_NOW - 10);
+	struct pick_env e = env_for("m");
+	struct engine_group g = {.stage = STAGE_PLAIN, .all_workers = true};
+	ck_assert_int_eq(verdict(&g, &e, "http://a", RF_NOW), CANDIDATE_OK);
+	ck_assert_int_eq(verdict(&g, &e, "http://b", RF_NOW), CANDIDATE_DOWN);
+	ck_assert_int_eq(verdict(&g, &e, "http://c", RF_NOW), CANDIDATE_STALLED);
+	ck_assert_int_eq(verdict(&g, &e, "http://d", RF_NOW), CANDIDATE_BREAKER_OPEN);
+	ck_assert_int_eq(verdict(&g, &e, "http://0-unhealthy", RF_NOW), CANDIDATE_UNHEALTHY);
+	ck_assert_int_eq(verdict(&g, &e, "http://0-other", RF_NOW), CANDIDATE_OUTSIDE);
+	ck_assert_int_eq(verdict(&g, &e, "http://p", RF_NOW), CANDIDATE_OUTSIDE);
+	/* past the cool-down: the half-open probe, not taken by the filter */
+	ck_assert_int_eq(verdict(&g, &e, "http://d", RF_NOW - 10 + COOL_NS), CANDIDATE_PROBE);
+	ck_assert_int_eq(verdict(&g, &e, "http://d", RF_NOW - 10 + COOL_NS), CANDIDATE_PROBE);
+	/* no region: the snapshot's health alone */
+	e.region = NULL;
+	ck_assert_int_eq(verdict(&g, &e, "http://b", RF_NOW), CANDIDATE_OK);
+	ck_assert_int_eq(verdict(&g, &e, "http://0-unhealthy", RF_NOW), CANDIDATE_UNHEALTHY);
+	e.region = fx.r;
+	/* membership: a worker outside the explicit set, however healthy */
+	char *ids[] = {"http://b"};
+	struct engine_group m = {.stage = STAGE_PLAIN, .worker_ids = ids, .n_worker_ids = 1};
+	ck_assert_int_eq(verdict(&m, &e, "http://a", RF_NOW), CANDIDATE_OUTSIDE);
+	ck_assert_int_eq(verdict(&m, &e, "http://b", RF_NOW), CANDIDATE_DOWN);
+	free(m.member_bits);
+}
+END_TEST
+
 START_TEST(test_excluded_workers_are_no_candidates)
 {
 	uint32_t sl[3];
@@ -534,6 +586,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_open_breaker_is_a_filter_and_one_pick_gets_the_half_open_probe);
 	tcase_add_test(tc, test_probe_lost_to_another_process_asks_the_policy_again);
 	tcase_add_test(tc, test_excluded_workers_are_no_candidates);
+	tcase_add_test(tc, test_candidate_filter_verdicts);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,7 +1,8 @@
 /* test_readiness.c — /readyz's verdict (router/core/readiness.h): ready only
  * while some model can get a complete selection — a healthy plain
  * candidate, or healthy prefill and decode candidates of one PD bucket —
- * with the most specific reason otherwise; membership and models count. */
+ * with the most specific reason otherwise; membership, models and the
+ * region's health table (down, stalled, breaker open) count. */
 #include <check.h>
 #include <string.h>
 
@@ -159,6 +160,75 @@ START_TEST(test_any_model_is_enough_and_the_reason_is_the_most_specific)
 }
 END_TEST
 
+/* The health table counts as in selection (one candidate filter): healthy
+ * workers that are passively down, stalled or breaker-open are no
+ * candidates, the reason says how many of each; a probe that passes brings
+ * one back; a breaker past its cool-down (its half-open probe free) counts. */
+START_TEST(test_health_table_marks_leave_candidates_out)
+{
+	build("router: {cb_threshold: 2, cb_cool_down_secs: 10}\n");
+	uint32_t a = rfx_worker(&fx, "http://a", "default-model", STATEBUS_WORKER_PLAIN, true);
+	uint32_t b = rfx_worker(&fx, "http://b", "default-model", STATEBUS_WORKER_PLAIN, true);
+	uint32_t c = rfx_worker(&fx, "http://c", "default-model", STATEBUS_WORKER_PLAIN, true);
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"default\" has 3 healthy "
+				     "worker(s)");
+	ck_assert(statebus_health_mark_down(fx.r, a, rfx_gen(&fx, a), STATEBUS_DOWN_CONNECT,
+					    RF_NOW - 100));
+	ck_assert(statebus_health_mark_stalled(fx.r, b, rfx_gen(&fx, b), RF_NOW - 100));
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"default\" has 1 healthy "
+				     "worker(s)");
+	for (int i = 0; i < 2; i++)
+		statebus_breaker_report(fx.r, c, rfx_gen(&fx, c), 2, STATEBUS_CB_FAILURE, RF_NOW - 100);
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_healthy_workers");
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"default\" has no healthy "
+				     "plain worker (3 worker(s) of the model known; left out: 1 "
+				     "passively down, 1 stalled, 1 breaker open)");
+	/* a probe sent after the mark passes: a is back */
+	ck_assert_uint_eq(statebus_health_probe_ok(fx.r, a, rfx_gen(&fx, a), RF_NOW - 50, RF_NOW),
+			  STATEBUS_HEALTH_CLEARED_DOWN);
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"default\" has 1 healthy "
+				     "worker(s)");
+	/* a down again; c's cool-down over: its half-open probe makes it one */
+	ck_assert(statebus_health_mark_down(fx.r, a, rfx_gen(&fx, a), STATEBUS_DOWN_RESET, RF_NOW));
+	check_now();
+	ck_assert(!rd.ready);
+	router_readiness_check(gen, fx.r, RF_NOW - 100 + 10 * UINT64_C(1000000000), &rd);
+	ck_assert(rd.ready);
+	/* the readiness check took no probe: a pick still gets it */
+	ck_assert(statebus_breaker_take_probe(fx.r, c, rfx_gen(&fx, c),
+					      RF_NOW - 100 + 10 * UINT64_C(1000000000),
+					      10 * UINT64_C(1000000000)));
+	router_readiness_check(gen, fx.r, RF_NOW - 99 + 10 * UINT64_C(1000000000), &rd);
+	ck_assert(!rd.ready);
+}
+END_TEST
+
+/* PD: a stalled decode leaves a bucket with only its prefill stage. */
+START_TEST(test_pd_stage_left_out_by_a_stall)
+{
+	build(pd_bucket);
+	rfx_worker(&fx, "http://p", "default-model", STATEBUS_WORKER_PREFILL, true);
+	uint32_t d = rfx_worker(&fx, "http://d", "default-model", STATEBUS_WORKER_DECODE, true);
+	check_now();
+	ck_assert(rd.ready);
+	ck_assert(statebus_health_mark_stalled(fx.r, d, rfx_gen(&fx, d), RF_NOW - 10));
+	check_now();
+	ck_assert(!rd.ready);
+	ck_assert_str_eq(rd.code, "no_decode_workers_available");
+	ck_assert_str_eq(rd.message, "model \"default-model\": bucket \"pd\" has 1 healthy prefill "
+				     "and 0 healthy decode worker(s); a PD selection needs both; left "
+				     "out: 0 passively down, 1 stalled, 0 breaker open");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("readiness");
@@ -169,6 +239,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_pd_needs_healthy_prefill_and_decode);
 	tcase_add_test(tc, test_membership_counts);
 	tcase_add_test(tc, test_any_model_is_enough_and_the_reason_is_the_most_specific);
+	tcase_add_test(tc, test_health_table_marks_leave_candidates_out);
+	tcase_add_test(tc, test_pd_stage_left_out_by_a_stall);
 	suite_add_tcase(s, tc);
 	return s;
 }
