@@ -6,7 +6,8 @@
 #   `meson install` BUILDDIR into a scratch DESTDIR root, then check the
 #   install: the units (under <prefix>/lib/systemd/system) read
 #   /etc/switchyard/switchyard.yaml, the example configuration is installed
-#   and passes --check-config of both installed daemons, the mock engine is
+#   and passes --check-config of both installed daemons, the Grafana
+#   dashboard is installed, the mock engine is
 #   under <libexecdir>/switchyard and not in <bindir>, every Documentation=
 #   man page is installed, and `systemd-analyze verify --root=ROOT` (man
 #   pages checked: no --man=no, MANPATH = the root's man directory) is clean.
@@ -76,6 +77,9 @@ example=$root$datadir/doc/switchyard/switchyard.yaml.example
   fail "the installed router refuses the example configuration"
 "$root$bindir/switchyard-statebus" --config "$example" --check-config ||
   fail "the installed statebus refuses the example configuration"
+
+/usr/bin/python3 -c 'import json, sys; json.load(open(sys.argv[1]))' \
+  "$root$datadir/doc/switchyard/grafana/switchyard.json" || fail "Grafana dashboard not installed"
 
 # The mock engine is a test tool: libexec, not bin.
 [ -x "$root$libexecdir/switchyard/switchyard-mock-engine" ] ||
