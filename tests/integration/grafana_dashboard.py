@@ -12,7 +12,7 @@ family (or a histogram's _bucket/_sum/_count series) of that scrape, so a
 renamed or removed metric fails here. The dashboard's shape is checked too:
 valid JSON, unique panel ids, every non-row panel has queries, and the
 panels cover what an operator looks for (requests by route and outcome,
-latency and TTFT quantiles, per-worker in-flight, cache hit ratio, health,
+latency and TTFT quantiles, per-worker in-flight and engine load, cache hit ratio, health,
 breaker and stall state, policy decisions, selection failures).
 """
 import json
@@ -161,6 +161,7 @@ def main():
     want = ["switchyard_requests_total", "switchyard_responses_total",
             "switchyard_worker_requests_total", "switchyard_request_duration_seconds",
             "switchyard_ttft_seconds", "switchyard_worker_inflight_requests",
+            "switchyard_worker_load_running_requests", "switchyard_worker_load_waiting_requests",
             "switchyard_cache_aware_decisions_total", "switchyard_worker_health",
             "switchyard_worker_cb_state", "switchyard_worker_stalled",
             "switchyard_worker_passive_down", "switchyard_policy_decisions_total",
