@@ -174,6 +174,9 @@ def sglang_routes(port, urls):
     one = "/workers/" + urllib.parse.quote(urls[0], safe="")
     st, _, b = request(port, "GET", one, headers=auth)
     check(st == 200 and json.loads(b)["url"] == urls[0], "GET %s: %s %s" % (one, st, b))
+    st, _, b = request(port, "POST", "/add_worker", "", headers=auth)
+    check(st == 400 and b.decode().startswith("Worker URL required"),
+          "/add_worker without url: SMG's text, %s %s" % (st, b))
     extra = "http://127.0.0.1:%d" % free_port()
     st, _, b = request(port, "POST", "/add_worker?url=" + urllib.parse.quote(extra, safe="")
                        + "&worker_type=prefill&model_id=" + PD_MODEL, "", headers=auth)
