@@ -67,6 +67,8 @@ struct fwd {
 	bool final_sent;
 	bool streaming;             /* text/event-stream */
 	bool buffering;             /* a non-streamed body held until complete */
+	bool rerank_wrap;           /* ROUTE_RERANK answered 2xx: the body is held
+	                               complete and re-wrapped (http/rerank.h) */
 	bool ttft_done;
 	bool cancelled;             /* the client went away (counted once) */
 	bool own_chunks;            /* HTTP/1.1 chunk framing written here, not by h2o's filter */

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -362,6 +363,45 @@ static size_t chunk_frame(struct fwd *f, h2o_iovec_t data, h2o_send_state_t st, 
 	return n;
 }
 
+/* A rerank answer that cannot be wrapped (http/rerank.h): 502
+ * upstream_invalid_response with `msg` instead of the engine's body. */
+static void rerank_refuse(struct fwd *f, const char *msg)
+{
+	h2o_req_t *req = f->req;
+	sy_warn("rerank answer of %s refused: %s", f->sel.worker.id, msg);
+	f->final_sent = true;
+	req->res.headers = (h2o_headers_t){NULL, 0, 0};
+	req->res.content_length = SIZE_MAX;
+	f->status = 502;
+	rt_send_dispatch_errorf(req, f->route, f->sel.worker.id, since_start(f), 502,
+				"upstream_invalid_response", "%s", msg);
+}
+
+/* The complete rerank answer in f->tail, wrapped as SMG answers: *iov is
+ * the new body (request pool). Returns 0, or -1 after answering 502. */
+static int rerank_body(struct fwd *f, h2o_iovec_t *iov)
+{
+	const struct infer_request *ir = f->ir;
+	struct rt_buf b = {0};
+	char err[ROUTER_ERROR_MSG_MAX];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	const char *in = f->tail != NULL ? f->tail->bytes : "";
+	size_t n = f->tail != NULL ? f->tail->size : 0;
+	if (rt_rerank_wrap(&ir->rerank, ir->pr.model.ptr, ir->pr.model.len, in, n,
+			   (int64_t)now.tv_sec, &b, err, sizeof(err)) != 0) {
+		rt_buf_free(&b);
+		rerank_refuse(f, err);
+		return -1;
+	}
+	iov->base = h2o_mem_alloc_pool(&f->req->pool, b.n);
+	memcpy(iov->base, b.p, b.n);
+	iov->len = b.n;
+	f->req->res.content_length = b.n;
+	rt_buf_free(&b);
+	return 0;
+}
+
 static void do_send(struct fwd *f)
 {
 	if (f->req == NULL || f->send_in_flight || f->final_sent)
@@ -381,7 +421,10 @@ static void do_send(struct fwd *f)
 			fail_before_body(f);
 			return;
 		}
-		if (f->tail != NULL && f->tail->size != 0) {
+		if (f->rerank_wrap && !f->body_error) {
+			if (rerank_body(f, &iov) != 0)
+				return;
+		} else if (f->tail != NULL && f->tail->size != 0) {
 			h2o_buffer_t *t = f->sending;
 			f->sending = f->tail;
 			f->tail = t;
@@ -679,8 +722,20 @@ static void on_body(struct rt_exchange *x, const char *err)
 			f->ttft_done = true;
 			rt_metrics_ttft(rt_w.metrics, rt_w.index, now - f->t_start);
 		}
-		if (f->buffering && x->body->size > f->gen->cfg.router.max_body_bytes)
+		if (f->buffering && x->body->size > f->gen->cfg.router.max_body_bytes) {
+			if (f->rerank_wrap) { /* must be whole to be wrapped */
+				rt_exchange_cancel(&f->ux);
+				stall_end(f);
+				if (h2o_timeout_is_linked(&f->idle_timer))
+					h2o_timeout_unlink(&f->idle_timer);
+				f->eos = true;
+				record_worker_outcome(f, RT_OUT_ERROR);
+				rerank_refuse(f, "the worker's rerank answer is larger than "
+						 "--max-body-bytes");
+				return;
+			}
 			f->buffering = false; /* too big to hold: passed on as it comes */
+		}
 	}
 	if (err == NULL) {
 		arm_idle(f);
@@ -823,6 +878,11 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 	decision_headers(f);
 	f->started = true;
 	f->buffering = !f->streaming && !eos;
+	if (f->route == ROUTE_RERANK && status >= 200 && status < 300) {
+		f->rerank_wrap = true; /* SMG's shape: held whole, then wrapped */
+		f->buffering = !eos;
+		req->res.content_length = SIZE_MAX; /* the wrapped body's, later */
+	}
 	f->generator.proceed = on_proceed;
 	f->generator.stop = on_stop;
 	if (eos) {

@@ -64,6 +64,7 @@ static const struct {
 	{"internal_error", 500},
 	{"upstream_unreachable", 502},
 	{"upstream_body_incomplete", 502},
+	{"upstream_invalid_response", 502},
 	{"no_healthy_workers", 503},
 	{"no_prefill_workers_available", 503},
 	{"no_decode_workers_available", 503},

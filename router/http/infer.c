@@ -7,6 +7,7 @@
  * restarts selection (only the opt-in retry in forward.c selects again). */
 #include "router/http/infer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -184,6 +185,29 @@ int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_reque
 	return 0;
 }
 
+/* ---- rerank ------------------------------------------------------------------ */
+
+/* POST /rerank (SMG's RerankRequest) or /v1/rerank (its V1RerankReqInput):
+ * checks the request and keeps what wraps the engine's answer
+ * (http/rerank.h). Returns 0, or -1 after answering 400. */
+static int rerank_prepare(h2o_req_t *req, struct infer_request *ir)
+{
+	bool full = h2o_memis(req->path_normalized.base, req->path_normalized.len,
+			      H2O_STRLIT("/rerank"));
+	char err[ROUTER_ERROR_MSG_MAX];
+	if (rt_rerank_parse(req->entity.base, req->entity.len, full, &ir->rerank, err,
+			    sizeof(err)) != 0) {
+		rt_send_errorf(req, ROUTE_RERANK, 400, "bad_request", "%s", err);
+		return -1;
+	}
+	if (ir->rerank.rid != NULL) {
+		char *rid = ir->rerank.rid;
+		ir->rerank.rid = h2o_strdup(&req->pool, rid, SIZE_MAX).base;
+		free(rid);
+	}
+	return 0;
+}
+
 /* ---- the route ------------------------------------------------------------- */
 
 /* Picks at `now_ns` and dispatch, after step one returned `rc` (err filled
@@ -260,6 +284,9 @@ int rt_route_infer(h2o_req_t *req, enum route route)
 		return rt_send_errorf(req, route, 400, "sampling_contract_violation",
 				      "%s: differs from the router's sampling override", param);
 	}
+
+	if (route == ROUTE_RERANK && rerank_prepare(req, ir) != 0)
+		return 0;
 
 	uint64_t t2 = ir->pr.body.n_override > 0 ? sy_mono_ns() : t1; /* values compared */
 	ir->body = body;

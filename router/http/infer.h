@@ -35,6 +35,7 @@
 #include "router/core/route.h"
 #include "router/core/select.h"
 #include "router/http/prefix_wait.h"
+#include "router/http/rerank.h"
 
 /* One prepared inference request (request pool). */
 struct infer_request {
@@ -56,6 +57,9 @@ struct infer_request {
 	uint64_t t_select_ns;          /* selection began */
 	char model_buf[STATEBUS_MODEL_MAX]; /* pr.model when the body names none and
 					       the fleet serves one model */
+	struct rt_rerank rerank;       /* ROUTE_RERANK: what wraps the engine's
+					  answer (http/rerank.h); rerank.rid is
+					  in the request pool */
 };
 
 /* Prepares `req`'s body for `route` under generation `g`: returns the

@@ -510,6 +510,27 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 	struct rt_buf hb[5] = {{0}};
 	for (int i = 0; i < 5; i++)
 		rt_buf_puts(&hb[i], hfam[i]);
+	/* The region's load table (the engines' LoadStat, or a vLLM engine's
+	 * scraped /metrics): a sample only while the worker's view is fresh —
+	 * an unknown load is absent, never 0 — and load_fresh says which. */
+	static const char *const lfam[] = {
+		"# HELP switchyard_worker_load_fresh 1 while the engine's reported load (LoadStat or "
+		"scraped /metrics, every DP rank) is fresh; 0: unknown, the load samples are absent.\n"
+		"# TYPE switchyard_worker_load_fresh gauge\n",
+		"# HELP switchyard_worker_load_running_requests Requests the engine reports running "
+		"(all DP ranks).\n# TYPE switchyard_worker_load_running_requests gauge\n",
+		"# HELP switchyard_worker_load_waiting_requests Requests the engine reports queued "
+		"(all DP ranks).\n# TYPE switchyard_worker_load_waiting_requests gauge\n",
+		"# HELP switchyard_worker_load_kv_tokens KV-cache tokens the engine reports in use "
+		"(all DP ranks).\n# TYPE switchyard_worker_load_kv_tokens gauge\n",
+		"# HELP switchyard_worker_load_kv_capacity_tokens KV-cache capacity the engine "
+		"reports, tokens (all DP ranks).\n"
+		"# TYPE switchyard_worker_load_kv_capacity_tokens gauge\n",
+	};
+	struct rt_buf lb[5] = {{0}};
+	for (int i = 0; i < 5; i++)
+		rt_buf_puts(&lb[i], lfam[i]);
+	uint64_t now_ns = sy_mono_ns();
 	uint64_t n_workers[3] = {0, 0, 0};
 	int64_t active = 0;
 	uint32_t cap = region ? statebus_workers_capacity(region) : 0;
@@ -559,6 +580,20 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			      (unsigned long long)h.stalls);
 		rt_buf_printf(&hb[4], "switchyard_worker_recoveries_total{%s} %llu\n", l,
 			      (unsigned long long)h.recoveries);
+		struct statebus_load_view lv;
+		bool fresh = statebus_load_view(region, slot, now_ns, &lv) == SY_OK &&
+			     lv.worker_gen == w.generation;
+		rt_buf_printf(&lb[0], "switchyard_worker_load_fresh{%s} %d\n", l, fresh ? 1 : 0);
+		if (fresh) {
+			rt_buf_printf(&lb[1], "switchyard_worker_load_running_requests{%s} %llu\n", l,
+				      (unsigned long long)lv.num_running_reqs);
+			rt_buf_printf(&lb[2], "switchyard_worker_load_waiting_requests{%s} %llu\n", l,
+				      (unsigned long long)lv.num_waiting_reqs);
+			rt_buf_printf(&lb[3], "switchyard_worker_load_kv_tokens{%s} %llu\n", l,
+				      (unsigned long long)lv.num_tokens);
+			rt_buf_printf(&lb[4], "switchyard_worker_load_kv_capacity_tokens{%s} %llu\n",
+				      l, (unsigned long long)lv.max_total_num_tokens);
+		}
 		rt_buf_free(&lab);
 	}
 	if (gauges.p)
@@ -573,6 +608,13 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		if (hb[i].oom)
 			b.oom = true;
 		rt_buf_free(&hb[i]);
+	}
+	for (int i = 0; i < 5; i++) {
+		if (lb[i].p)
+			rt_buf_put(&b, lb[i].p, lb[i].n);
+		if (lb[i].oom)
+			b.oom = true;
+		rt_buf_free(&lb[i]);
 	}
 	if (gauges.oom || health.oom || cbs.oom)
 		b.oom = true;

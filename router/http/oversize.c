@@ -14,8 +14,10 @@
  * attached to — the host's fallback path, or the matched path — so a
  * filter on both rewrites them: JSON error body, x-router-error-code,
  * x-request-id, Retry-After for a 503, counted in the metrics and the
- * access log. Responses that carry x-router-error-code are the router's
- * own and pass unchanged.
+ * access log. Responses that carry x-router-error-code (the router's own
+ * errors) or x-request-id (the router's errors and an engine's answer as
+ * dispatch/forward.c relays it, e.g. an engine's 400) pass unchanged: h2o's
+ * own error responses carry neither.
  */
 #include <stdio.h>
 #include <string.h>
@@ -55,7 +57,8 @@ static void oversize_on_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t 
 	(void)self;
 	struct rt_edge_verdict v;
 	if (req->res.status < 400 ||
-	    h2o_find_header_by_str(&req->res.headers, H2O_STRLIT("x-router-error-code"), -1) >= 0) {
+	    h2o_find_header_by_str(&req->res.headers, H2O_STRLIT("x-router-error-code"), -1) >= 0 ||
+	    h2o_find_header_by_str(&req->res.headers, H2O_STRLIT("x-request-id"), -1) >= 0) {
 		h2o_setup_next_ostream(req, slot);
 		return;
 	}

@@ -174,6 +174,9 @@ def sglang_routes(port, urls):
     one = "/workers/" + urllib.parse.quote(urls[0], safe="")
     st, _, b = request(port, "GET", one, headers=auth)
     check(st == 200 and json.loads(b)["url"] == urls[0], "GET %s: %s %s" % (one, st, b))
+    st, _, b = request(port, "POST", "/add_worker", "", headers=auth)
+    check(st == 400 and b.decode().startswith("Worker URL required"),
+          "/add_worker without url: SMG's text, %s %s" % (st, b))
     extra = "http://127.0.0.1:%d" % free_port()
     st, _, b = request(port, "POST", "/add_worker?url=" + urllib.parse.quote(extra, safe="")
                        + "&worker_type=prefill&model_id=" + PD_MODEL, "", headers=auth)
@@ -190,7 +193,7 @@ def sglang_routes(port, urls):
     check(st == 201 and d["status"] == "accepted" and d["worker_id"] == extra, "POST /workers %s" % d)
     st, _, b = request(port, "DELETE", "/workers/" + urllib.parse.quote(extra, safe=""), headers=auth)
     check(st == 200, "DELETE /workers: %s %s" % (st, b))
-    for path, key in (("/v1/embeddings", "data"), ("/v1/rerank", None),
+    for path, key in (("/v1/embeddings", "data"), ("/v1/rerank", "results"),
                       ("/v1/responses", "output"), ("/v1/messages", "content")):
         st, h, b = request(port, "POST", path, {"model": MODEL, "input": "hello",
                                                 "query": "q", "documents": ["a", "b"],
@@ -199,6 +202,7 @@ def sglang_routes(port, urls):
         d = json.loads(b)
         check(st == 200 and (key is None or key in d) and h.get("x-switchyard-worker"),
               "%s: %s %s" % (path, st, b[:200]))
+    rerank_shapes(port)
     st, h, _ = request(port, "OPTIONS", "/v1/chat/completions", "",
                        {"origin": "http://app.example", "access-control-request-method": "POST",
                         "access-control-request-headers": "content-type"})
@@ -209,6 +213,47 @@ def sglang_routes(port, urls):
     st, _, _ = request(port, "OPTIONS", "/v1/chat/completions", "",
                        {"origin": "http://evil.example", "access-control-request-method": "POST"})
     check(st == 403, "CORS preflight from another origin: %s" % st)
+
+
+def rerank_shapes(port):
+    """/v1/rerank and /rerank answer as SMG does: the engine's result list
+    (the mock's: one per document, score = share of the query's words in it,
+    highest first) wrapped in {results, model, usage, object, id, created};
+    /rerank applies top_k, return_documents and rid, /v1/rerank reads only
+    query and documents; bad requests are 400, an engine's refusal passes."""
+    docs = ["hi", "the giant panda bear", "a bear"]
+    want = [(1, 1.0, docs[1]), (2, 0.5, docs[2]), (0, 0.0, docs[0])]
+    t0 = int(time.time())
+    st, h, b = request(port, "POST", "/v1/rerank", {"query": "panda bear", "documents": docs,
+                                                    "top_k": 1, "return_documents": False,
+                                                    "rid": "ignored"})
+    d = json.loads(b)
+    check(st == 200 and h.get("content-type", "").startswith("application/json"),
+          "/v1/rerank: %s %s" % (st, b[:300]))
+    check(d["object"] == "rerank" and d["model"] == MODEL and d["usage"] is None
+          and d["id"] is None and t0 - 1 <= d["created"] <= time.time() + 1,
+          "/v1/rerank envelope %s" % d)
+    got = [(r["index"], r["score"], r.get("document")) for r in d["results"]]
+    check(got == want, "/v1/rerank results (top_k etc. not read there) %s" % got)
+    check(all(set(r) <= {"score", "document", "index", "meta_info"} for r in d["results"]),
+          "/v1/rerank result members %s" % d["results"])
+    check(int(h.get("content-length", -1)) == len(b), "/v1/rerank content-length %s" % h)
+    st, _, b = request(port, "POST", "/rerank", {"model": MODEL, "query": "panda bear",
+                                                 "documents": docs, "top_k": 2,
+                                                 "return_documents": False, "rid": "req-1"})
+    d = json.loads(b)
+    check(st == 200 and d["id"] == "req-1"
+          and [(r["index"], r["score"], r.get("document")) for r in d["results"]]
+          == [(1, 1.0, None), (2, 0.5, None)], "/rerank top_k/return_documents/rid %s" % d)
+    for body, what in (({"query": "", "documents": docs}, "query"),
+                       ({"query": "q", "documents": []}, "documents"),
+                       ({"query": "q", "documents": docs, "top_k": 0}, "top_k")):
+        st, h, b = request(port, "POST", "/rerank", body)
+        check(st == 400 and h.get("x-router-error-code") == "bad_request"
+              and what in json.loads(b)["error"]["message"], "/rerank %s: %s %s" % (body, st, b))
+    st, h, b = request(port, "POST", "/v1/rerank", {"query": "q", "documents": [1, 2]})
+    check(st == 400 and h.get("x-switchyard-worker") and "x-router-error-code" not in h,
+          "an engine's 400 passes unchanged: %s %s %s" % (st, h, b[:200]))
 
 
 def main():

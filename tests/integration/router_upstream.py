@@ -10,8 +10,11 @@ cut after an event (the client sees the event, then a broken end), keep-alive
 reuse (one upstream connection for sequential requests; none after
 "connection: close"), an idle kept-alive socket closed by the engine (the
 next request still succeeds), connection refused (502
-upstream_unreachable, then 503: the worker is marked down), the header timeout (504 upstream_timeout), and
---upstream-client h2o refused at start-up with its reason.
+upstream_unreachable, then 503: the worker is marked down), the header timeout (504 upstream_timeout), an
+engine's own 400 passed on as written, rerank answers wrapped as SMG does
+(chunked), or refused with 502 upstream_invalid_response (not a list,
+past --max-body-bytes), and --upstream-client h2o refused at start-up with
+its reason.
 
 The fake engine picks its behaviour from the request header x-fake (passed
 upstream by the router like any client header)."""
@@ -25,6 +28,9 @@ from sytest import check, fail, free_port  # noqa: E402
 ROUTER = sys.argv[1]
 CHAT = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
 SMALL = b'{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}'
+REFUSAL = b'{"object":"error","message":"The input is longer than the context","type":"BadRequestError","code":400}'
+RERANK = b'[{"score":0.75,"document":"b","index":1,"meta_info":null},{"score":0.25,"document":"a","index":0}]'
+RERANK_BODY = json.dumps({"model": "m1", "query": "q", "documents": ["a", "b"], "top_k": 1, "rid": "r"})
 
 
 @sytest.on_fail
@@ -150,12 +156,31 @@ class Engine:
         if mode == "empty":
             c.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
             return True
+        if mode == "refuse":  # the engine's own 400 (e.g. a prompt too long)
+            c.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                      b"content-length: %d\r\n\r\n%s" % (len(REFUSAL), REFUSAL))
+            return True
+        if mode == "rerank-chunked":  # SGLang's rerank list, in two chunks
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                      b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(RERANK[:20]), RERANK[:20]))
+            time.sleep(0.05)
+            c.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(RERANK[20:]), RERANK[20:]))
+            return True
+        if mode == "rerank-object":  # not a result list
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 14\r\n\r\n"
+                      b'{"results":[]}')
+            return True
+        if mode == "rerank-huge":  # a list past --max-body-bytes (64 KiB here)
+            body = b"[" + b",".join([b'{"score":0.5,"index":1}'] * 8000) + b"]"
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                      % len(body) + body)
+            return True
         return False
 
 
-def post(port, mode, timeout=10):
+def post(port, mode, timeout=10, path="/v1/chat/completions", body=None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    conn.request("POST", "/v1/chat/completions", CHAT, {"content-type": "application/json", "x-fake": mode})
+    conn.request("POST", path, body or CHAT, {"content-type": "application/json", "x-fake": mode})
     r = conn.getresponse()
     try:
         body = r.read()
@@ -196,7 +221,8 @@ LOG = tempfile.mktemp(prefix="sy-upstream-", suffix=".log")
 
 def main():
     eng = Engine()
-    p, port, shm = start_router(["http://127.0.0.1:%d" % eng.port], "--header-timeout-secs", "1")
+    p, port, shm = start_router(["http://127.0.0.1:%d" % eng.port], "--header-timeout-secs", "1",
+                                "--max-body-bytes", "65536")
     try:
         st, h, b, ok = post(port, "cl")
         check(st == 200 and b == SMALL and ok, "content-length answer: %s %r" % (st, b))
@@ -265,6 +291,28 @@ def main():
         check(st == 502 and h.get("x-router-error-code") == "upstream_body_incomplete",
               "chunked close before the first body byte: %s %s %r" % (st, h.get("x-router-error-code"), b))
 
+        # An engine's own 4xx reaches the client as the engine wrote it.
+        st, h, b, ok = post(port, "refuse")
+        check(st == 400 and b == REFUSAL and "x-router-error-code" not in h,
+              "the engine's 400 was not passed on: %s %s %r" % (st, h, b))
+
+        # Rerank as SMG answers it: the engine's list (chunked here) held
+        # whole and wrapped; a 2xx that is not a result list, or one past
+        # --max-body-bytes, is 502 upstream_invalid_response.
+        st, h, b, ok = post(port, "rerank-chunked", path="/rerank", body=RERANK_BODY)
+        d = json.loads(b) if st == 200 else {}
+        check(st == 200 and ok and d.get("object") == "rerank" and d.get("id") == "r"
+              and d.get("model") == "m1"
+              and d.get("results") == [{"score": 0.75, "document": "b", "index": 1}]
+              and int(h.get("content-length", -1)) == len(b), "rerank wrap: %s %s %r" % (st, h, b))
+        for mode in ("rerank-object", "rerank-huge"):
+            st, h, b, ok = post(port, mode, path="/v1/rerank", body=RERANK_BODY)
+            check(st == 502 and h.get("x-router-error-code") == "upstream_invalid_response" and ok,
+                  "%s: %s %s %r" % (mode, st, h.get("x-router-error-code"), b[:200]))
+        st, h, b, ok = post(port, "refuse", path="/v1/rerank", body=RERANK_BODY)
+        check(st == 400 and b == REFUSAL, "rerank: the engine's 400 was not passed on: %s %r" % (st, b))
+        check(post(port, "cl")[0] == 200, "a request after the rerank refusals")
+
         # Header timeout (--header-timeout-secs 1): 504.
         t0 = time.time()
         st, h, b, ok = post(port, "silent")
@@ -286,12 +334,12 @@ def main():
     # gone (the first probe at start-up still gates its first pick).
     p, port, shm = start_router(["http://127.0.0.1:%d" % gone.port], "--health-interval-ms", "60000")
     try:
-        # The listener is up before the first probe has answered: wait for
-        # the engine to be picked once (its probe passed; "connection: close"
-        # leaves no pooled socket), then make it refuse.
+        # The first probe passed once a request is served (until then the
+        # worker is unknown and the request below would get 503); the
+        # engine closes that connection, so no pooled socket outlives it.
         t0 = time.time()
         while post(port, "conn-close")[0] != 200:
-            check(time.time() - t0 < 5, "engine never became healthy")
+            check(time.time() - t0 < 5, "worker not picked within 5 s of the start")
             time.sleep(0.05)
         gone.sock.shutdown(socket.SHUT_RDWR)  # the engine passed its probe; now it refuses
         gone.sock.close()

@@ -8,14 +8,14 @@
 SY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # Build tools, libraries (DESIGN.md §6), and what tests and the demo run
-# (nodejs: the openai npm client test; it needs npm, which NodeSource's nodejs
+# (scdoc: the man pages; man-db: systemd-analyze verify checks them; nodejs: the openai npm client test; it needs npm, which NodeSource's nodejs
 # ships and Debian packages separately as `npm`).
 SY_DEB_PACKAGES=(
   build-essential meson ninja-build pkg-config
   libh2o-evloop-dev libssl-dev libzmq3-dev libmsgpack-dev liburcu-dev
   check libyajl-dev libjansson-dev libyaml-dev libxxhash-dev
   libcurl4-openssl-dev libonig-dev libutf8proc-dev libsystemd-dev
-  systemd python3 python3-msgpack python3-zmq python3-jinja2 python3-h2 nodejs curl jq procps util-linux
+  systemd scdoc man-db python3 python3-msgpack python3-zmq python3-jinja2 python3-h2 nodejs curl jq procps util-linux
 )
 
 sy_log() { printf '[setup] %s\n' "$*" >&2; }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "common/clock.h"
 #include "common/errors.h"
 #include "tools/mock-engine/http.h"
@@ -269,8 +271,69 @@ static bool query_is(h2o_req_t *req, const char *name, const char *val)
 	return v.base && h2o_memis(v.base, v.len, val, strlen(val));
 }
 
-/* POST /v1/embeddings, /v1/rerank, /v1/responses, /v1/messages: fixed
- * answers in the shape of each API (SGLang's engine, OpenAI Responses,
+struct rerank_hit {
+	double score;
+	size_t index;
+};
+
+static int rerank_order(const void *a, const void *b)
+{
+	const struct rerank_hit *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* POST /v1/rerank as SGLang's engine answers it: a list with one result
+ * per document, {"score", "document", "index"}, highest score first (ties
+ * by index). The score is the share of the query's space-separated words
+ * found in the document (a fixed relevance a test can recompute).
+ * Returns false after answering 400 (or 500: out of memory). */
+static bool mock_rerank(h2o_req_t *req, struct sbuf *o)
+{
+	json_t *b = json_loadb(req->entity.base, req->entity.len, 0, NULL);
+	json_t *q = json_object_get(b, "query"), *docs = json_object_get(b, "documents");
+	size_t n = json_array_size(docs);
+	bool ok = json_is_string(q) && json_is_array(docs) && n > 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = json_is_string(json_array_get(docs, i));
+	struct rerank_hit *h = ok ? calloc(n, sizeof(*h)) : NULL;
+	if (h == NULL) {
+		json_decref(b);
+		http_error(req, ok ? 500 : 400, ok ? "InternalServerError" : "BadRequestError",
+			   ok ? "out of memory"
+			      : "query (a string) and documents (a non-empty list of strings) required");
+		return false;
+	}
+	char *words = strdup(json_string_value(q)), *save = NULL;
+	unsigned n_words = 0;
+	for (size_t i = 0; i < n; i++)
+		h[i].index = i;
+	for (char *w = words ? strtok_r(words, " ", &save) : NULL; w; w = strtok_r(NULL, " ", &save)) {
+		n_words++;
+		for (size_t i = 0; i < n; i++)
+			if (strstr(json_string_value(json_array_get(docs, i)), w) != NULL)
+				h[i].score += 1;
+	}
+	for (size_t i = 0; i < n && n_words > 0; i++)
+		h[i].score /= n_words;
+	qsort(h, n, sizeof(*h), rerank_order);
+	sbuf_puts(o, "[");
+	for (size_t i = 0; i < n; i++) {
+		char *d = json_dumps(json_array_get(docs, h[i].index), JSON_ENCODE_ANY);
+		sbuf_printf(o, "%s{\"score\":%.6g,\"document\":%s,\"index\":%zu,\"meta_info\":null}",
+			    i ? "," : "", h[i].score, d ? d : "\"\"", h[i].index);
+		free(d);
+	}
+	sbuf_puts(o, "]");
+	free(words);
+	free(h);
+	json_decref(b);
+	return true;
+}
+
+/* POST /v1/embeddings, /v1/rerank, /v1/responses, /v1/messages: answers
+ * (fixed but for rerank) in the shape of each API (SGLang's engine, OpenAI Responses,
  * Anthropic Messages), naming the served model; counted as requests. */
 static void mock_other_api(struct mock_engine *e, h2o_req_t *req, struct sbuf *o)
 {
@@ -285,8 +348,10 @@ static void mock_other_api(struct mock_engine *e, h2o_req_t *req, struct sbuf *o
 			    "\"index\":0,\"embedding\":[0.25,0.5,0.75]}],\"usage\":{\"prompt_tokens\":%zu,"
 			    "\"total_tokens\":%zu}}",
 			    e->model_json, req->entity.len, req->entity.len);
-	else if (is(req, "/v1/rerank"))
-		sbuf_puts(o, "[{\"score\":0.9,\"index\":0},{\"score\":0.1,\"index\":1}]");
+	else if (is(req, "/v1/rerank")) {
+		if (!mock_rerank(req, o))
+			return;
+	}
 	else if (is(req, "/v1/responses"))
 		sbuf_printf(o,
 			    "{\"id\":\"resp_mock\",\"object\":\"response\",\"model\":%s,"

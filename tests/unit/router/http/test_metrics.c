@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "router/core/generation.h"
+#include "common/clock.h"
 #include "router/http/metrics.h"
 #include "statebus-counters.h"
 #include "tests/unit/sb_test.h"
@@ -271,6 +272,23 @@ START_TEST(test_region_counters_and_worker_gauges)
 			      "model_id=\"default-model\",mode=\"plain\"}") == 2);
 	for (unsigned i = 0; i < STATEBUS_CTR_COUNT_; i++)
 		ck_assert_ptr_nonnull(strstr(t, statebus_counter_name(i)));
+	/* No load report yet: unknown, so no load samples (never a 0). */
+#define LAB "{worker_url=\"http://10.0.0.1:30001\",model_id=\"default-model\",mode=\"plain\"}"
+	ck_assert(value_of(t, "switchyard_worker_load_fresh" LAB) == 0);
+	ck_assert_ptr_null(strstr(t, "switchyard_worker_load_running_requests{"));
+	free(t);
+	struct statebus_load_report rep = {.num_running_reqs = 3, .num_waiting_reqs = 2,
+					   .num_tokens = 100, .max_total_num_tokens = 1000,
+					   .recv_mono_ns = sy_mono_ns()};
+	ck_assert_int_eq(statebus_load_write(r, slot, gen, 0, &rep), SY_OK);
+	t = render(m, r);
+	check_format(t);
+	ck_assert(value_of(t, "switchyard_worker_load_fresh" LAB) == 1);
+	ck_assert(value_of(t, "switchyard_worker_load_running_requests" LAB) == 3);
+	ck_assert(value_of(t, "switchyard_worker_load_waiting_requests" LAB) == 2);
+	ck_assert(value_of(t, "switchyard_worker_load_kv_tokens" LAB) == 100);
+	ck_assert(value_of(t, "switchyard_worker_load_kv_capacity_tokens" LAB) == 1000);
+#undef LAB
 	free(t);
 	sbt_destroy(r, path);
 }
