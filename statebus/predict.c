@@ -77,6 +77,21 @@ static uint32_t pe_find(const struct statebus_region *r, uint32_t node, uint32_t
 	return 0;
 }
 
+uint64_t sb_pred_last_ns_read(const struct statebus_region *r, uint32_t node, uint32_t worker,
+			      uint32_t rank)
+{
+	uint32_t cap = pool_cap(r);
+	uint32_t i = CMM_LOAD_SHARED(*pbucket(r, node, worker, rank));
+	for (uint32_t steps = 0; i != 0 && i <= cap && steps < 64; steps++) {
+		const struct sb_pred_entry *e = sb_pentry_at(r, i);
+		if (CMM_LOAD_SHARED(e->node) == node && CMM_LOAD_SHARED(e->worker) == worker &&
+		    CMM_LOAD_SHARED(e->rank) == rank)
+			return CMM_LOAD_SHARED(e->last_ns);
+		i = CMM_LOAD_SHARED(e->hnext);
+	}
+	return 0;
+}
+
 static void list_unlink(struct statebus_region *r, struct sb_pred_worker *pw, uint32_t i)
 {
 	struct sb_pred_entry *e = sb_pentry_at(r, i);

@@ -353,8 +353,13 @@ static void keep_deepest(struct prefix_memo_entry *e, bool by_url)
 		struct prefix_depth *p = w > 0 ? &e->depths[w - 1] : NULL;
 		if (p != NULL && (by_url ? strcmp(p->url, d->url) == 0
 					 : p->slot == d->slot && p->generation == d->generation)) {
-			if (d->blocks > p->blocks)
-				p->blocks = d->blocks;
+			/* the deepest; of equal depths, the least predicted */
+			if (d->blocks > p->blocks ||
+			    (d->blocks == p->blocks && d->predicted < p->predicted)) {
+				const char *url = p->url;
+				*p = *d;
+				p->url = url;
+			}
 			continue;
 		}
 		e->depths[w++] = *d;
@@ -365,6 +370,16 @@ static void keep_deepest(struct prefix_memo_entry *e, bool by_url)
 static uint32_t cap_blocks(uint64_t d, size_t q)
 {
 	return (uint32_t)(d < q ? d : q);
+}
+
+/* The weighted part of d (blocks already set): predicted_depth blocks past
+ * the confirmed prefix, none for an approximate-mode worker (its
+ * predictions are its cache model and count as held). */
+static void set_predicted(struct prefix_depth *d, bool approximate, uint32_t predicted_depth,
+			  uint64_t age_ms)
+{
+	d->predicted = approximate ? 0 : predicted_depth < d->blocks ? predicted_depth : d->blocks;
+	d->predicted_age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
 }
 
 /* Local: statebus_index_match, max over ranks per (slot, generation). */
@@ -393,6 +408,7 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		return SY_OK;
 	if (ensure_depths(e, (size_t)n) != SY_OK)
 		return SY_ENOMEM;
+	uint64_t now = sy_mono_ns();
 	for (int i = 0; i < n; i++) {
 		const struct statebus_index_match *x = &m->scratch[i];
 		struct prefix_depth *d = &e->depths[e->n_depths++];
@@ -400,6 +416,11 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->generation = x->worker_gen;
 		d->url = NULL;
 		d->blocks = cap_blocks(x->depth, m->n_ids);
+		uint64_t age = x->predicted_ns != 0 && now > x->predicted_ns
+				       ? (now - x->predicted_ns) / 1000000u
+				       : 0;
+		set_predicted(d, x->cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED,
+			      x->predicted_depth, age);
 	}
 	if (e->n_depths <= 32) {
 		/* a few owners (the usual case): stable insertion sort, no qsort call */
@@ -468,6 +489,8 @@ static int store_reply(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->generation = 0;
 		d->url = u;
 		d->blocks = cap_blocks(x->depth, q);
+		set_predicted(d, x->approximate, x->has_predicted ? x->predicted_depth : 0,
+			      x->predicted_age_ms);
 	}
 	qsort(e->depths, e->n_depths, sizeof(*e->depths), cmp_url);
 	keep_deepest(e, true);
@@ -693,7 +716,7 @@ static int indexer_send(struct prefix_memo *m, struct prefix_memo_entry *e,
 	}
 	uint64_t id = ++s->next_id;
 	if (statebus_query_encode_request(&s->out, id, req->model.ptr, req->model.len,
-					  m->block_size, m->bigram, m->ids, m->n_ids) != SY_OK)
+					  m->block_size, m->bigram, m->ids, m->n_ids, true) != SY_OK)
 		return SY_ENOMEM;
 	if (s->out.len > STATEBUS_QUERY_MAX_BYTES) {
 		unavailable(e, PREFIX_WHY_TOO_LARGE);
@@ -799,9 +822,16 @@ const struct prefix_memo_entry *prefix_memo_ask(struct prefix_memo *m, struct ca
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
 			    const char *id)
 {
+	const struct prefix_depth *d = prefix_entry_find(e, slot, generation, id);
+	return d != NULL ? d->blocks : 0;
+}
+
+const struct prefix_depth *prefix_entry_find(const struct prefix_memo_entry *e, uint32_t slot,
+					     uint32_t generation, const char *id)
+{
 	size_t lo = 0, hi = e->n_depths;
 	if (e->status != PREFIX_FOUND)
-		return 0;
+		return NULL;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		const struct prefix_depth *d = &e->depths[mid];
@@ -811,13 +841,13 @@ uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, ui
 		else
 			c = d->slot < slot ? -1 : d->slot > slot ? 1 : 0;
 		if (c == 0)
-			return d->url != NULL || d->generation == generation ? d->blocks : 0;
+			return d->url != NULL || d->generation == generation ? d : NULL;
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return 0;
+	return NULL;
 }
 
 /* ---- fill -------------------------------------------------------------------- */

@@ -207,6 +207,13 @@ struct prefix_depth {
 	const char *url;      /* indexer: worker URL (NUL-terminated, in the
 				 entry's name buffer); local: NULL */
 	uint32_t blocks;      /* max over DP ranks, ≤ query_blocks, ≥ 1 */
+	uint32_t predicted;   /* of `blocks`, those past the engine-confirmed
+				 prefix that only a prediction holds, ≤ blocks;
+				 0 for a worker in approximate mode (no KV
+				 events: its predictions are its cache model) and
+				 for an indexer that sent no predicted fields */
+	uint32_t predicted_age_ms; /* age of the deepest predicted block's last
+				 prediction at lookup, ms (0 when predicted 0) */
 };
 
 struct prefix_memo_entry {
@@ -318,9 +325,12 @@ int prefix_memo_put_status(struct prefix_memo *m, uint32_t key, enum prefix_stat
 			   enum prefix_unavailable why);
 
 /* Depth (blocks) of candidate (slot, generation, id) in entry e, 0 when
- * absent. */
+ * absent. prefix_entry_find: its whole depth record (borrowed from e),
+ * NULL when absent. */
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
 			    const char *id);
+const struct prefix_depth *prefix_entry_find(const struct prefix_memo_entry *e, uint32_t slot,
+					     uint32_t generation, const char *id);
 
 /* How prefix_memo_fill() treats indexer sources. */
 enum prefix_fill_mode {

@@ -343,6 +343,107 @@ START_TEST(test_remote_source_answers_per_url_depths_from_a_real_server)
 }
 END_TEST
 
+/* Predicted depth on the wire: a router asking "predicted" gets the
+ * predicted part, its age and the worker's mode; a protocol-1 request
+ * without the key gets three-field matches whose depth counts the
+ * prediction, as before. */
+START_TEST(test_remote_source_carries_predicted_depth_and_old_askers_keep_three_fields)
+{
+	uint32_t a = kv_worker("http://a", 1, 1);
+	struct prefix_memo m;
+	prefix_memo_init(&m, NULL);
+	struct pick_request req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	hold_rank(m.ids, a, 0, 2);
+	ck_assert_int_eq(statebus_predict_set_worker(fx.r, a, STATEBUS_CACHE_SIGNAL_EVENTS, 0),
+			 SY_OK);
+	ck_assert_int_eq(statebus_index_predict(fx.r, a, rfx_gen(&fx, a), 0, m.ids, 8,
+						sy_mono_ns() - 500 * UINT64_C(1000000)),
+			 SY_OK);
+	struct srv s;
+	srv_start(&s, SRV_ANSWER);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	const struct prefix_memo_entry *e = remote_lookup(&m, &src, &req);
+	ck_assert_int_eq(e->status, PREFIX_FOUND);
+	ck_assert_uint_eq(e->n_depths, 1);
+	ck_assert_uint_eq(e->depths[0].blocks, 8);
+	ck_assert_uint_eq(e->depths[0].predicted, 6);
+	ck_assert_uint_ge(e->depths[0].predicted_age_ms, 500);
+	ck_assert_uint_lt(e->depths[0].predicted_age_ms, 60000);
+	cache_source_close(&src);
+	srv_stop(&s);
+
+	/* the same server answering an old-style request (no "predicted") */
+	struct statebus_query_server qs;
+	ck_assert_int_eq(statebus_query_server_init(&qs), SY_OK);
+	struct statebus_query_buf b = {0};
+	for (int want = 0; want < 2; want++) {
+		ck_assert_int_eq(statebus_query_encode_request(&b, 5, "m", 1, 1, false, m.ids, 8,
+							       want == 1),
+				 SY_OK);
+		ck_assert_int_eq(statebus_query_answer(&qs, fx.r, b.buf, b.len, false), SY_OK);
+		struct statebus_query_match mt[4];
+		struct statebus_query_reply rep = {.matches = mt};
+		ck_assert_int_eq(statebus_query_decode_reply(qs.out.buf, qs.out.len, &rep, 4),
+				 SY_OK);
+		ck_assert_uint_eq(rep.n_matches, 1);
+		ck_assert_uint_eq(mt[0].depth, 8);
+		ck_assert(mt[0].has_predicted == (want == 1));
+		ck_assert_uint_eq(mt[0].predicted_depth, want == 1 ? 6 : 0);
+		ck_assert(!mt[0].approximate);
+	}
+	/* approximate mode is reported as such */
+	ck_assert_int_eq(statebus_predict_set_worker(fx.r, a, STATEBUS_CACHE_SIGNAL_PREDICTED, 0),
+			 SY_OK);
+	ck_assert_int_eq(statebus_query_answer(&qs, fx.r, b.buf, b.len, false), SY_OK);
+	struct statebus_query_match mt[4];
+	struct statebus_query_reply rep = {.matches = mt};
+	ck_assert_int_eq(statebus_query_decode_reply(qs.out.buf, qs.out.len, &rep, 4), SY_OK);
+	ck_assert(mt[0].approximate);
+	free(b.buf);
+	statebus_query_server_free(&qs);
+	prefix_memo_free(&m);
+}
+END_TEST
+
+START_TEST(test_query_reply_match_fields_three_six_or_more)
+{
+	struct statebus_query_buf b = {0};
+	struct statebus_query_match mt[4];
+	struct statebus_query_reply rep = {.matches = mt};
+	ck_assert_int_eq(statebus_query_begin_reply(&b, 3, STATEBUS_QUERY_OK, NULL, 9, 2), SY_OK);
+	statebus_query_add_match_predicted(&b, "http://a", 8, 1, 9, 4, 1234, true);
+	statebus_query_add_match(&b, "http://b", 8, 0, 2);
+	ck_assert_int_eq(statebus_query_decode_reply(b.buf, b.len, &rep, 4), SY_OK);
+	ck_assert(mt[0].has_predicted && mt[0].approximate);
+	ck_assert_uint_eq(mt[0].depth, 9);
+	ck_assert_uint_eq(mt[0].predicted_depth, 4);
+	ck_assert_uint_eq(mt[0].predicted_age_ms, 1234);
+	ck_assert(!mt[1].has_predicted);
+	ck_assert_uint_eq(mt[1].depth, 2);
+	/* predicted beyond depth is malformed */
+	ck_assert_int_eq(statebus_query_begin_reply(&b, 3, STATEBUS_QUERY_OK, NULL, 9, 1), SY_OK);
+	statebus_query_add_match_predicted(&b, "http://a", 8, 0, 3, 4, 0, false);
+	ck_assert_int_eq(statebus_query_decode_reply(b.buf, b.len, &rep, 4), SY_EMALFORMED);
+	/* a later protocol's seventh field is skipped; fewer than three is malformed */
+	static const uint8_t seven[] = {0x84, 0xa1, 'v', 0x01, 0xa6, 's', 't', 'a', 't', 'u',
+					's', 0xa2, 'o', 'k', 0xa2, 'i', 'd', 0x07, 0xa7, 'm',
+					'a', 't', 'c', 'h', 'e', 's', 0x91, 0x97, 0xa1, 'u',
+					0x00, 0x05, 0x02, 0x10, 0xc2, 0xa1, 'x'};
+	ck_assert_int_eq(statebus_query_decode_reply(seven, sizeof(seven), &rep, 4), SY_OK);
+	ck_assert_uint_eq(rep.n_matches, 1);
+	ck_assert_uint_eq(mt[0].depth, 5);
+	ck_assert_uint_eq(mt[0].predicted_depth, 2);
+	ck_assert_uint_eq(mt[0].predicted_age_ms, 16);
+	static const uint8_t two[] = {0x83, 0xa1, 'v', 0x01, 0xa6, 's', 't', 'a', 't', 'u', 's',
+				      0xa2, 'o', 'k', 0xa7, 'm', 'a', 't', 'c', 'h', 'e', 's',
+				      0x91, 0x92, 0xa1, 'u', 0x00};
+	ck_assert_int_eq(statebus_query_decode_reply(two, sizeof(two), &rep, 4), SY_EMALFORMED);
+	free(b.buf);
+}
+END_TEST
+
 /* ---- scenario 15: one remote query serves three picks ---------------------------- */
 
 START_TEST(test_scenario15_one_remote_query_serves_three_picks)
@@ -543,7 +644,7 @@ START_TEST(test_query_decoders_hold_caps_under_truncation_and_mutation)
 	for (int i = 0; i < 40; i++)
 		hs[i] = (int64_t)(i * 0x9e3779b97f4a7c15u);
 	struct statebus_query_buf b = {0};
-	ck_assert_int_eq(statebus_query_encode_request(&b, 77, "model", 5, 16, true, hs, 40), SY_OK);
+	ck_assert_int_eq(statebus_query_encode_request(&b, 77, "model", 5, 16, true, hs, 40, false), SY_OK);
 	struct statebus_query_request q = {.hashes = out};
 	ck_assert_int_eq(statebus_query_decode_request(b.buf, b.len, &q, 40), STATEBUS_QUERY_OK);
 	ck_assert_uint_eq(q.id, 77);
@@ -949,6 +1050,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_local_source_max_over_ranks_capped_and_generation_checked);
 	tcase_add_test(tc, test_no_token_ids_or_block_size_is_no_chain);
 	tcase_add_test(tc, test_remote_source_answers_per_url_depths_from_a_real_server);
+	tcase_add_test(tc, test_remote_source_carries_predicted_depth_and_old_askers_keep_three_fields);
+	tcase_add_test(tc, test_query_reply_match_fields_three_six_or_more);
 	tcase_add_test(tc, test_scenario15_one_remote_query_serves_three_picks);
 	tcase_add_test(tc, test_scenario16_timeout_is_a_miss_to_least_loaded);
 	tcase_add_test(tc, test_scenario16_unreachable_is_a_miss_to_least_loaded);
