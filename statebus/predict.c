@@ -428,6 +428,21 @@ int statebus_predict_push(struct statebus_region *r, uint32_t proc,
 	return SY_OK;
 }
 
+uint64_t statebus_predict_ring_pos(const struct statebus_region *r, uint32_t proc)
+{
+	if (proc >= r->hdr->max_procs)
+		return 0;
+	return CMM_LOAD_SHARED(sb_pring_at(r, proc)->prod.tail);
+}
+
+bool statebus_predict_applied(const struct statebus_region *r, uint32_t proc, uint64_t pos)
+{
+	if (proc >= r->hdr->max_procs)
+		return true;
+	uint64_t head = __atomic_load_n(&sb_pring_at(r, proc)->cons.head, __ATOMIC_ACQUIRE);
+	return head - pos < (UINT64_C(1) << 63); /* head ≥ pos, free-running */
+}
+
 int statebus_predict_worker_read(const struct statebus_region *r, uint32_t worker,
 				 struct statebus_predict_worker *out)
 {

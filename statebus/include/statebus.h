@@ -538,6 +538,16 @@ uint32_t statebus_predict_model_tag(const char *model, size_t len);
 int statebus_predict_push(struct statebus_region *r, uint32_t proc,
 			  const struct statebus_prediction *p, const int64_t *hashes, size_t n);
 
+/* Producer: the position of proc slot `proc`'s ring after its last push
+ * (free-running word count; 0 for a bad slot). */
+uint64_t statebus_predict_ring_pos(const struct statebus_region *r, uint32_t proc);
+
+/* True once the statebus has consumed proc's ring up to `pos` (a value of
+ * statebus_predict_ring_pos): every prediction pushed before it is applied
+ * to the index (or dropped, counted). Lets a router bridge the drain delay
+ * with what it pushed itself. */
+bool statebus_predict_applied(const struct statebus_region *r, uint32_t proc, uint64_t pos);
+
 /* [writer] Consumer: drains at most max_records predictions from every
  * ring and applies each (statebus_index_predict at now_ns) after checking
  * it against the workers table: slot ACTIVE with the record's generation,

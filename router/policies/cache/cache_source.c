@@ -382,7 +382,73 @@ static void set_predicted(struct prefix_depth *d, bool approximate, uint32_t pre
 	d->predicted_age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
 }
 
-/* Local: statebus_index_match, max over ranks per (slot, generation). */
+/* ---- this process's predictions not yet applied by the statebus ---------- */
+
+/* Process-local, single-threaded (one per router worker process). */
+struct pending_prediction {
+	bool used;
+	uint32_t slot, generation, n;
+	uint64_t pos;                  /* ring position after the push */
+	int64_t ids[STATEBUS_PREDICT_CHAIN_MAX];
+};
+static struct pending_prediction pending[PREFIX_PENDING_MAX];
+static uint32_t pending_next;
+
+void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, size_t n,
+			uint64_t pos)
+{
+	if (n == 0 || ids == NULL)
+		return;
+	struct pending_prediction *p = &pending[pending_next];
+	pending_next = (pending_next + 1) % PREFIX_PENDING_MAX;
+	p->used = true;
+	p->slot = slot;
+	p->generation = generation;
+	p->pos = pos;
+	p->n = (uint32_t)(n < STATEBUS_PREDICT_CHAIN_MAX ? n : STATEBUS_PREDICT_CHAIN_MAX);
+	memcpy(p->ids, ids, p->n * sizeof(*ids));
+}
+
+void prefix_pending_clear(void)
+{
+	memset(pending, 0, sizeof(pending));
+	pending_next = 0;
+}
+
+/* Appends to e the predictions of this process (proc slot `proc`) that the
+ * statebus has not applied yet and that share a prefix with the request's
+ * chain (depth = the common prefix, all of it predicted, age 0); forgets
+ * the applied ones. e->depths must have room for PREFIX_PENDING_MAX more. */
+static void add_pending(struct prefix_memo *m, struct prefix_memo_entry *e,
+			struct statebus_region *r, uint32_t proc)
+{
+	for (uint32_t i = 0; i < PREFIX_PENDING_MAX; i++) {
+		struct pending_prediction *p = &pending[i];
+		if (!p->used)
+			continue;
+		if (statebus_predict_applied(r, proc, p->pos)) {
+			p->used = false;
+			continue;
+		}
+		uint32_t k = 0, lim = p->n < m->n_ids ? p->n : (uint32_t)m->n_ids;
+		while (k < lim && p->ids[k] == m->ids[k])
+			k++;
+		if (k == 0)
+			continue;
+		struct statebus_predict_worker pw;
+		bool approximate = statebus_predict_worker_read(r, p->slot, &pw) == SY_OK &&
+				   pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED;
+		struct prefix_depth *d = &e->depths[e->n_depths++];
+		d->slot = p->slot;
+		d->generation = p->generation;
+		d->url = NULL;
+		d->blocks = k;
+		set_predicted(d, approximate, k, 0);
+	}
+}
+
+/* Local: statebus_index_match, max over ranks per (slot, generation), and
+ * this process's predictions still on their way to the index. */
 static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 			struct statebus_region *r)
 {
@@ -404,9 +470,9 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		m->cap_scratch = cap;
 	}
 	int n = statebus_index_match(r, m->ids, m->n_ids, m->scratch, m->cap_scratch);
-	if (n <= 0)
-		return SY_OK;
-	if (ensure_depths(e, (size_t)n) != SY_OK)
+	if (n < 0)
+		n = 0;
+	if (ensure_depths(e, (size_t)n + PREFIX_PENDING_MAX) != SY_OK)
 		return SY_ENOMEM;
 	uint64_t now = sy_mono_ns();
 	for (int i = 0; i < n; i++) {
@@ -422,6 +488,7 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		set_predicted(d, x->cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED,
 			      x->predicted_depth, age);
 	}
+	add_pending(m, e, r, (uint32_t)statebus_proc_self(r));
 	if (e->n_depths <= 32) {
 		/* a few owners (the usual case): stable insertion sort, no qsort call */
 		for (uint32_t a = 1; a < e->n_depths; a++) {

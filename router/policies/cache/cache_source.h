@@ -332,6 +332,23 @@ uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, ui
 const struct prefix_depth *prefix_entry_find(const struct prefix_memo_entry *e, uint32_t slot,
 					     uint32_t generation, const char *id);
 
+/* This process's predictions on their way to the index (the prediction
+ * ring is drained every statebus.prediction_drain_ms): picks on the same
+ * event loop right after a dispatch must already see it, or a burst on a
+ * new prefix spreads before the statebus applied the first prediction.
+ * prefix_pending_add records that this process pushed chain ids[0..n)
+ * (the first STATEBUS_PREDICT_CHAIN_MAX kept, copied) for worker (slot,
+ * generation), its ring at `pos` after the push (statebus_predict_ring_pos).
+ * Until statebus_predict_applied says the statebus consumed the ring up to
+ * pos, local lookups add the common prefix with the request's chain as
+ * that worker's predicted depth (age 0). Process-local, single-threaded;
+ * PREFIX_PENDING_MAX entries, the oldest replaced. prefix_pending_clear:
+ * forgets them all (tests). */
+#define PREFIX_PENDING_MAX 32u
+void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, size_t n,
+			uint64_t pos);
+void prefix_pending_clear(void);
+
 /* How prefix_memo_fill() treats indexer sources. */
 enum prefix_fill_mode {
 	PREFIX_FILL_SEND = 0,  /* send, do not wait: entries left pending */

@@ -207,6 +207,56 @@ START_TEST(test_local_source_max_over_ranks_capped_and_generation_checked)
 }
 END_TEST
 
+/* A prediction this process pushed counts before the statebus applied it,
+ * and is forgotten once applied (the index answers from then on). */
+START_TEST(test_local_source_counts_own_pending_predictions_until_applied)
+{
+	prefix_pending_clear();
+	struct prefix_memo m;
+	prefix_memo_init(&m, NULL);
+	struct pick_request req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	uint32_t a = kv_worker("http://a", 1, 1);
+	uint32_t b = kv_worker("http://b", 1, 1);
+	hold_rank(m.ids, b, 0, 3);
+	struct statebus_prediction pr = {.worker = a, .worker_gen = rfx_gen(&fx, a),
+					 .now_ns = sy_mono_ns()};
+	/* the first 6 blocks of the request's chain, then another branch */
+	int64_t chain[7];
+	memcpy(chain, m.ids, 6 * sizeof(*chain));
+	chain[6] = 424242;
+	ck_assert_int_eq(statebus_predict_push(fx.r, fx.proc, &pr, chain, 7), SY_OK);
+	prefix_pending_add(a, pr.worker_gen, chain, 7, statebus_predict_ring_pos(fx.r, fx.proc));
+	ck_assert(!statebus_predict_applied(fx.r, fx.proc, statebus_predict_ring_pos(fx.r, fx.proc)));
+	struct cache_source local;
+	cache_source_init_local(&local);
+	const struct prefix_memo_entry *e = prefix_memo_lookup(&m, &local, fx.r, &req, false);
+	ck_assert_uint_eq(e->n_depths, 2);
+	const struct prefix_depth *d = prefix_entry_find(e, a, pr.worker_gen, NULL);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->blocks, 6);
+	ck_assert_uint_eq(d->predicted, 6);
+	ck_assert_uint_eq(d->predicted_age_ms, 0);
+	ck_assert_uint_eq(prefix_entry_depth(e, b, rfx_gen(&fx, b), NULL), 3);
+
+	/* applied: the index holds it; the pending copy is forgotten */
+	ck_assert_int_eq(statebus_predict_drain(fx.r, sy_mono_ns(), 64), 1);
+	ck_assert(statebus_predict_applied(fx.r, fx.proc, statebus_predict_ring_pos(fx.r, fx.proc)));
+	prefix_memo_reset(&m);
+	req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	e = prefix_memo_lookup(&m, &local, fx.r, &req, false);
+	ck_assert_uint_eq(prefix_entry_depth(e, a, pr.worker_gen, NULL), 6);
+	ck_assert_int_eq(statebus_index_clear_worker(fx.r, a), SY_OK);
+	prefix_memo_reset(&m);
+	req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	e = prefix_memo_lookup(&m, &local, fx.r, &req, false);
+	ck_assert_uint_eq(prefix_entry_depth(e, a, pr.worker_gen, NULL), 0);
+	prefix_memo_free(&m);
+}
+END_TEST
+
 START_TEST(test_no_token_ids_or_block_size_is_no_chain)
 {
 	struct prefix_memo m;
@@ -1049,6 +1099,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_digest_memo_prompt_shortcut_keeps_modes_apart);
 	tcase_add_test(tc, test_local_source_max_over_ranks_capped_and_generation_checked);
 	tcase_add_test(tc, test_no_token_ids_or_block_size_is_no_chain);
+	tcase_add_test(tc, test_local_source_counts_own_pending_predictions_until_applied);
 	tcase_add_test(tc, test_remote_source_answers_per_url_depths_from_a_real_server);
 	tcase_add_test(tc, test_remote_source_carries_predicted_depth_and_old_askers_keep_three_fields);
 	tcase_add_test(tc, test_query_reply_match_fields_three_six_or_more);
