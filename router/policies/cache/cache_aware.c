@@ -327,11 +327,13 @@ static enum pick_outcome ca_pick(struct policy *p, struct pick_ctx *ctx, struct 
 				prefix_entry_find(e, c->slot, c->generation, c->id);
 			if (d == NULL)
 				continue;
-			uint32_t blocks = d->predicted == 0
-						  ? d->blocks
-						  : cache_aware_weighted_blocks(prm, d->blocks,
-										d->predicted,
-										d->predicted_age_ms);
+			uint32_t blocks =
+				d->predicted == 0
+					? d->blocks
+					: cache_aware_weighted_blocks(prm, d->blocks, d->predicted,
+								      d->approximate
+									      ? 0
+									      : d->predicted_age_ms);
 			if (blocks == 0)
 				continue;
 			uint64_t matched =

@@ -51,7 +51,9 @@ struct cache_aware_params {
 	 * their last prediction is at most predicted_window_ms old (the event
 	 * latency: prefill plus publish delay), then the weight halves every
 	 * predicted_half_life_ms (0: they stop counting after the window).
-	 * Approximate-mode workers' predictions count as held blocks. */
+	 * Approximate-mode workers' predictions (no KV events will confirm
+	 * them) count predicted_weight each, whatever their age: weight 0
+	 * ignores predictions altogether. */
 	double predicted_weight;         /* 0..1; default 1 (like a device block) */
 	uint32_t predicted_window_ms;    /* ms; default 2000 */
 	uint32_t predicted_half_life_ms; /* ms; default 1000 */

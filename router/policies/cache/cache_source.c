@@ -373,12 +373,13 @@ static uint32_t cap_blocks(uint64_t d, size_t q)
 }
 
 /* The weighted part of d (blocks already set): predicted_depth blocks past
- * the confirmed prefix, none for an approximate-mode worker (its
- * predictions are its cache model and count as held). */
+ * the confirmed prefix, its age, and whether the worker is in approximate
+ * mode (its predictions are its cache model: they do not decay). */
 static void set_predicted(struct prefix_depth *d, bool approximate, uint32_t predicted_depth,
 			  uint64_t age_ms)
 {
-	d->predicted = approximate ? 0 : predicted_depth < d->blocks ? predicted_depth : d->blocks;
+	d->approximate = approximate;
+	d->predicted = predicted_depth < d->blocks ? predicted_depth : d->blocks;
 	d->predicted_age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
 }
 

@@ -208,10 +208,11 @@ struct prefix_depth {
 				 entry's name buffer); local: NULL */
 	uint32_t blocks;      /* max over DP ranks, ≤ query_blocks, ≥ 1 */
 	uint32_t predicted;   /* of `blocks`, those past the engine-confirmed
-				 prefix that only a prediction holds, ≤ blocks;
-				 0 for a worker in approximate mode (no KV
-				 events: its predictions are its cache model) and
-				 for an indexer that sent no predicted fields */
+				 prefix that only a prediction holds, ≤ blocks
+				 (0 from an indexer that sent no predicted
+				 fields: its depth counts them as held) */
+	bool approximate;     /* the worker has no KV events: predictions are
+				 its only cache signal (approximate mode) */
 	uint32_t predicted_age_ms; /* age of the deepest predicted block's last
 				 prediction at lookup, ms (0 when predicted 0) */
 };

@@ -207,7 +207,7 @@ END_TEST
 
 /* A worker holding 4 confirmed blocks against one predicted to hold all 8:
  * a fresh prediction wins, a stale one has decayed, and an approximate-mode
- * worker's predictions count whatever their age. */
+ * worker's predictions count whatever their age (weighted). */
 START_TEST(test_predicted_depth_wins_fresh_decays_stale_approximate_kept)
 {
 	struct t_req t;
@@ -256,13 +256,18 @@ START_TEST(test_predicted_depth_wins_fresh_decays_stale_approximate_kept)
 	ck_assert_str_eq(out.worker->id, "http://confirmed");
 	policy_destroy(&p);
 
-	/* approximate mode: predictions are the cache model, counted in full */
+	/* approximate mode: predictions are the cache model, no decay */
 	ck_assert_int_eq(
 		statebus_predict_set_worker(fx.r, pred, STATEBUS_CACHE_SIGNAL_PREDICTED, 0), SY_OK);
 	prefix_memo_reset(&t.memo);
 	ck_assert_int_eq(prefix_memo_chain(&t.memo, &t.req, 1, false), PREFIX_FOUND);
 	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://predicted");
+	policy_destroy(&p);
+	/* ... but weighted: weight 0 ignores predictions */
+	cp.predicted_weight = 0;
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://confirmed");
 	policy_destroy(&p);
 	prefix_memo_free(&t.memo);
 }
