@@ -390,13 +390,14 @@ struct pending_prediction {
 	bool used;
 	uint32_t slot, generation, n;
 	uint64_t pos;                  /* ring position after the push */
+	uint64_t at_ns;                /* CLOCK_MONOTONIC of the push */
 	int64_t ids[STATEBUS_PREDICT_CHAIN_MAX];
 };
 static struct pending_prediction pending[PREFIX_PENDING_MAX];
 static uint32_t pending_next;
 
 void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, size_t n,
-			uint64_t pos)
+			uint64_t pos, uint64_t now_ns)
 {
 	if (n == 0 || ids == NULL)
 		return;
@@ -406,6 +407,7 @@ void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, 
 	p->slot = slot;
 	p->generation = generation;
 	p->pos = pos;
+	p->at_ns = now_ns;
 	p->n = (uint32_t)(n < STATEBUS_PREDICT_CHAIN_MAX ? n : STATEBUS_PREDICT_CHAIN_MAX);
 	memcpy(p->ids, ids, p->n * sizeof(*ids));
 }
@@ -419,15 +421,18 @@ void prefix_pending_clear(void)
 /* Appends to e the predictions of this process (proc slot `proc`) that the
  * statebus has not applied yet and that share a prefix with the request's
  * chain (depth = the common prefix, all of it predicted, age 0); forgets
- * the applied ones. e->depths must have room for PREFIX_PENDING_MAX more. */
+ * the applied ones and those older than PREFIX_PENDING_MAX_AGE_MS (no
+ * statebus draining). e->depths must have room for PREFIX_PENDING_MAX
+ * more. */
 static void add_pending(struct prefix_memo *m, struct prefix_memo_entry *e,
-			struct statebus_region *r, uint32_t proc)
+			struct statebus_region *r, uint32_t proc, uint64_t now_ns)
 {
 	for (uint32_t i = 0; i < PREFIX_PENDING_MAX; i++) {
 		struct pending_prediction *p = &pending[i];
 		if (!p->used)
 			continue;
-		if (statebus_predict_applied(r, proc, p->pos)) {
+		if (statebus_predict_applied(r, proc, p->pos) ||
+		    now_ns - p->at_ns > (uint64_t)PREFIX_PENDING_MAX_AGE_MS * 1000000u) {
 			p->used = false;
 			continue;
 		}
@@ -444,7 +449,7 @@ static void add_pending(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->generation = p->generation;
 		d->url = NULL;
 		d->blocks = k;
-		set_predicted(d, approximate, k, 0);
+		set_predicted(d, approximate, k, (now_ns - p->at_ns) / 1000000u);
 	}
 }
 
@@ -489,7 +494,7 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		set_predicted(d, x->cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED,
 			      x->predicted_depth, age);
 	}
-	add_pending(m, e, r, (uint32_t)statebus_proc_self(r));
+	add_pending(m, e, r, (uint32_t)statebus_proc_self(r), now);
 	if (e->n_depths <= 32) {
 		/* a few owners (the usual case): stable insertion sort, no qsort call */
 		for (uint32_t a = 1; a < e->n_depths; a++) {

@@ -341,13 +341,16 @@ const struct prefix_depth *prefix_entry_find(const struct prefix_memo_entry *e, 
  * (the first STATEBUS_PREDICT_CHAIN_MAX kept, copied) for worker (slot,
  * generation), its ring at `pos` after the push (statebus_predict_ring_pos).
  * Until statebus_predict_applied says the statebus consumed the ring up to
- * pos, local lookups add the common prefix with the request's chain as
- * that worker's predicted depth (age 0). Process-local, single-threaded;
+ * pos — and at most PREFIX_PENDING_MAX_AGE_MS after now_ns (CLOCK_MONOTONIC
+ * of the push), so that nothing lingers while no statebus drains —, local
+ * lookups add the common prefix with the request's chain as that worker's
+ * predicted depth (aged from now_ns). Process-local, single-threaded;
  * PREFIX_PENDING_MAX entries, the oldest replaced. prefix_pending_clear:
  * forgets them all (tests). */
 #define PREFIX_PENDING_MAX 32u
+#define PREFIX_PENDING_MAX_AGE_MS 1000u
 void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, size_t n,
-			uint64_t pos);
+			uint64_t pos, uint64_t now_ns);
 void prefix_pending_clear(void);
 
 /* How prefix_memo_fill() treats indexer sources. */

@@ -226,7 +226,8 @@ START_TEST(test_local_source_counts_own_pending_predictions_until_applied)
 	memcpy(chain, m.ids, 6 * sizeof(*chain));
 	chain[6] = 424242;
 	ck_assert_int_eq(statebus_predict_push(fx.r, fx.proc, &pr, chain, 7), SY_OK);
-	prefix_pending_add(a, pr.worker_gen, chain, 7, statebus_predict_ring_pos(fx.r, fx.proc));
+	prefix_pending_add(a, pr.worker_gen, chain, 7, statebus_predict_ring_pos(fx.r, fx.proc),
+			   sy_mono_ns());
 	ck_assert(!statebus_predict_applied(fx.r, fx.proc, statebus_predict_ring_pos(fx.r, fx.proc)));
 	struct cache_source local;
 	cache_source_init_local(&local);
@@ -236,8 +237,18 @@ START_TEST(test_local_source_counts_own_pending_predictions_until_applied)
 	ck_assert_ptr_nonnull(d);
 	ck_assert_uint_eq(d->blocks, 6);
 	ck_assert_uint_eq(d->predicted, 6);
-	ck_assert_uint_eq(d->predicted_age_ms, 0);
+	ck_assert_uint_lt(d->predicted_age_ms, PREFIX_PENDING_MAX_AGE_MS);
 	ck_assert_uint_eq(prefix_entry_depth(e, b, rfx_gen(&fx, b), NULL), 3);
+	/* one pushed longer ago than the bound (no statebus draining) is dropped */
+	prefix_pending_add(b, rfx_gen(&fx, b), m.ids, 8, statebus_predict_ring_pos(fx.r, fx.proc),
+			   sy_mono_ns() - (PREFIX_PENDING_MAX_AGE_MS + 1) * UINT64_C(1000000));
+	struct prefix_memo m2;
+	prefix_memo_init(&m2, NULL);
+	struct pick_request req2 = req_of(&m2, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m2, &req2, 1, false), PREFIX_FOUND);
+	const struct prefix_memo_entry *e2 = prefix_memo_lookup(&m2, &local, fx.r, &req2, false);
+	ck_assert_uint_eq(prefix_entry_depth(e2, b, rfx_gen(&fx, b), NULL), 3);
+	prefix_memo_free(&m2);
 
 	/* applied: the index holds it; the pending copy is forgotten */
 	ck_assert_int_eq(statebus_predict_drain(fx.r, sy_mono_ns(), 64), 1);
