@@ -483,6 +483,20 @@ START_TEST(test_query_reply_match_fields_three_six_or_more)
 	ck_assert_uint_eq(mt[0].predicted_age_ms, 1234);
 	ck_assert(!mt[1].has_predicted);
 	ck_assert_uint_eq(mt[1].depth, 2);
+	for (size_t cut = 0; cut < b.len; cut++)
+		ck_assert_int_ne(statebus_query_decode_reply(b.buf, cut, &rep, 4), SY_OK);
+	/* mutations never escape the frame (ASan build) */
+	uint8_t *mut = malloc(b.len);
+	uint64_t x = 7;
+	for (int k = 0; k < 20000; k++) {
+		memcpy(mut, b.buf, b.len);
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		mut[(x >> 33) % b.len] = (uint8_t)(x >> 17);
+		if (statebus_query_decode_reply(mut, b.len, &rep, 4) == SY_OK)
+			for (uint32_t j = 0; j < rep.n_matches; j++)
+				ck_assert_uint_le(mt[j].predicted_depth, mt[j].depth);
+	}
+	free(mut);
 	/* predicted beyond depth is malformed */
 	ck_assert_int_eq(statebus_query_begin_reply(&b, 3, STATEBUS_QUERY_OK, NULL, 9, 1), SY_OK);
 	statebus_query_add_match_predicted(&b, "http://a", 8, 0, 3, 4, 0, false);
