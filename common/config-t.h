@@ -61,6 +61,20 @@ enum sy_engine_kind {
 	SY_ENGINE_VLLM = 2,
 };
 
+/* statebus.kv_events: subscribe to engines' KV events, or not (approximate
+ * mode for every worker: the index holds only the routers' predictions). */
+enum sy_kv_events_mode {
+	SY_KV_EVENTS_ON = 0,
+	SY_KV_EVENTS_OFF = 1,
+};
+
+/* workers[].kv_events.subscribe: the worker's own choice over the fleet's. */
+enum sy_kv_subscribe {
+	SY_KV_SUBSCRIBE_FLEET = 0, /* as statebus.kv_events */
+	SY_KV_SUBSCRIBE_ON = 1,
+	SY_KV_SUBSCRIBE_OFF = 2,
+};
+
 enum sy_tokenizer_kind {
 	SY_TOKENIZER_UNSET = -1, /* not given: sy_config_finish picks hf when a
 				    tokenizer or model path is given, else bytes */
@@ -80,6 +94,8 @@ struct sy_config_kv_events {
 	int dp_size;                 /* data-parallel ranks */
 	int replay_port_base;        /* replay ROUTER socket of rank 0 */
 	int load_endpoint_port_base; /* LoadStat PUB socket of rank 0 */
+	int subscribe;               /* enum sy_kv_subscribe: KV events of this
+	                                worker on, off, or as statebus.kv_events */
 };
 
 /* One static worker (an entry of `workers`, or a `worker_urls` item). */
@@ -289,6 +305,12 @@ struct sy_config_policy {
 	int64_t pressure_abs_threshold_tokens;     /* tokens, ≥ 0; default 1024 */
 	double pressure_abs_threshold_ms;          /* ms, ≥ 0; default unset */
 	double pressure_rel_threshold;             /* > 1; default 1.5 */
+	double cache_predicted_weight;             /* 0..1; weight of a block held only
+						      by a prediction; default 1 */
+	int64_t cache_predicted_window_ms;         /* ms, ≥ 0: full weight this long
+						      after the last prediction; 2000 */
+	int64_t cache_predicted_half_life_ms;      /* ms, ≥ 0: then halves every this
+						      long (0: stops counting); 1000 */
 	char *cache_prefix_provider;               /* local (default) | indexer */
 	char *kv_indexer_endpoint;                 /* ZMQ endpoint of another
 						      statebus's query_endpoint */
@@ -356,6 +378,9 @@ struct sy_config_statebus {
 	int metrics_interval_ms;      /* scrape period of vLLM workers' /metrics; 0 = off */
 	int vllm_map_blocks;          /* capacity of the vLLM engine id → own id map in
 	                                 blocks, all vLLM workers together (68 B each) */
+	int kv_events;                /* enum sy_kv_events_mode: off = no KV-event
+	                                 subscription, every worker in approximate
+	                                 mode (workers[].kv_events.subscribe wins) */
 	int prediction_ttl_ms;        /* lifetime of a predicted index entry since its
 	                                 last prediction, ms; 30000 */
 	int prediction_drain_ms;      /* longest wait of the statebus loop between two

@@ -331,6 +331,8 @@ static int hook_origin(const char *in, size_t len, char **out, const char **why)
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
 static const char *const engine_names[] = {"auto", "sglang", "vllm", NULL};
+static const char *const kv_events_names[] = {"on", "off", NULL};
+static const char *const kv_subscribe_names[] = {"fleet", "on", "off", NULL};
 static const char *const tokenizer_names[] = {"bytes", "hf", "off", NULL};
 /* Same order as enum sy_log_level / sy_log_format (common/log.h). */
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", "off", NULL};
@@ -348,6 +350,7 @@ static const struct sy_cfg_field kv_fields[] = {
 	SY_CFG_INT_F(KV, dp_size, 1, 1024, 0, SY_CFG_NULLABLE),
 	SY_CFG_INT_F(KV, replay_port_base, 1, 65535, 0, SY_CFG_NULLABLE),
 	SY_CFG_INT_F(KV, load_endpoint_port_base, 1, 65535, 0, SY_CFG_NULLABLE),
+	SY_CFG_ENUM_F(KV, subscribe, kv_subscribe_names, SY_KV_SUBSCRIBE_FLEET),
 };
 static const struct sy_cfg_section kv_section =
 	SY_CFG_SECTION("kv_events", KV, SY_CFG_NO_OFF, kv_fields);
@@ -471,6 +474,7 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, affinity_sweep_interval_secs, 1, 86400, 60, 0),
 	SY_CFG_INT_F(B, metrics_interval_ms, 0, 3600000, 500, 0),
 	SY_CFG_INT_F(B, vllm_map_blocks, 16, 1 << 26, 131072, 0),
+	SY_CFG_ENUM_F(B, kv_events, kv_events_names, SY_KV_EVENTS_ON),
 	SY_CFG_INT_F(B, prediction_ttl_ms, 10, 86400000, 30000, 0),
 	SY_CFG_INT_F(B, prediction_drain_ms, 1, 1000, 2, 0),
 	SY_CFG_INT_F(B, prediction_capacity_tokens, 0, INT64_MAX, 0, 0),
@@ -520,6 +524,9 @@ static const struct sy_cfg_field policy_fields[] = {
 	SY_CFG_INT_F(P, pressure_abs_threshold_tokens, 0, INT64_MAX, -1, 0),
 	SY_CFG_DOUBLE_F(P, pressure_abs_threshold_ms, 0.0, 1e12, -1.0),
 	SY_CFG_DOUBLE_F(P, pressure_rel_threshold, 0.0, 1e12, -1.0),
+	SY_CFG_DOUBLE_F(P, cache_predicted_weight, 0.0, 1.0, -1.0),
+	SY_CFG_INT_F(P, cache_predicted_window_ms, 0, 86400000, -1, 0),
+	SY_CFG_INT_F(P, cache_predicted_half_life_ms, 0, 86400000, -1, 0),
 	SY_CFG_STR_F(P, cache_prefix_provider, NULL, SY_CFG_NULLABLE, hook_prefix_provider),
 	SY_CFG_STR_F(P, kv_indexer_endpoint, NULL, SY_CFG_NULLABLE, hook_zmq_endpoint),
 	SY_CFG_INT_F(P, kv_indexer_timeout_ms, 1, 60000, -1, 0),

@@ -216,6 +216,17 @@ enum sy_model_kind {
 	SY_MODEL_PD = 2,
 };
 
+/* Whether the statebus subscribes to the KV events of a worker with
+ * configured facts `kv` (zeroed for a worker added at run time):
+ * kv->subscribe when on or off, else statebus.kv_events. */
+static inline bool sy_config_kv_events_on(const struct sy_config *cfg,
+					  const struct sy_config_kv_events *kv)
+{
+	if (kv->subscribe == SY_KV_SUBSCRIBE_ON || kv->subscribe == SY_KV_SUBSCRIBE_OFF)
+		return kv->subscribe == SY_KV_SUBSCRIBE_ON;
+	return cfg->statebus.kv_events != SY_KV_EVENTS_OFF;
+}
+
 /* The configured kind of `model` after sy_config_finish: PD when a static
  * worker of the model has role prefill or decode, or when the buckets
  * serving it are PD; PLAIN when the buckets serving it are plain; else ANY

@@ -353,6 +353,33 @@ static int check_bootstrap(const struct ctx *c, const struct row *r, struct sy_c
 	return SY_OK;
 }
 
+/* The KV-event endpoint keys of a worker are read only when its KV events
+ * are on (statebus.kv_events, workers[].kv_events.subscribe). */
+static int check_kv_endpoint(const struct ctx *c, const struct row *r,
+			     struct sy_config_error *err)
+{
+	const struct sy_config *cfg = c->cfg;
+	for (size_t i = 0; i < cfg->n_workers; i++) {
+		const struct sy_config_kv_events *kv = &cfg->workers[i].kv_events;
+		bool set = strcmp(r->c.key, "endpoint_host") == 0	   ? kv->endpoint_host != NULL
+			   : strcmp(r->c.key, "endpoint_port_base") == 0 ? kv->endpoint_port_base != 0
+			   : strcmp(r->c.key, "topic") == 0		   ? kv->topic != NULL
+									   : kv->replay_port_base != 0;
+		if (!set || sy_config_kv_events_on(cfg, kv))
+			continue;
+		char key[80], why[256];
+		snprintf(key, sizeof(key), "workers[%zu].kv_events.%s", i, r->c.key);
+		snprintf(why, sizeof(why),
+			 "KV events are off for this worker (%s), so no subscription reads it; "
+			 "remove it, or use workers[%zu].kv_events.subscribe: on",
+			 kv->subscribe == SY_KV_SUBSCRIBE_OFF ? "its kv_events.subscribe off"
+							      : "statebus.kv_events off",
+			 i);
+		return refuse(cfg, err, cfg->workers[i].mark, key, why);
+	}
+	return SY_OK;
+}
+
 /* Legacy --filter overloaded and --max-in-flight N come together (§11). */
 static int check_filter(const struct ctx *c, const struct row *r, struct sy_config_error *err)
 {
@@ -415,12 +442,13 @@ static const struct row rows[] = {
 	ALWAYS("worker", "model", "the workers table and the fleet's models"),
 	ALWAYS("worker", "engine", "statebus discovery (sglang /server_info or vLLM)"),
 	CHECK("worker", "bootstrap_port", "a prefill worker", check_bootstrap),
-	ALWAYS("kv_events", "endpoint_host", "statebus KV-event subscription"),
-	ALWAYS("kv_events", "endpoint_port_base", "statebus KV-event subscription"),
-	ALWAYS("kv_events", "topic", "statebus KV-event subscription"),
+	CHECK("kv_events", "endpoint_host", "a worker with KV events on", check_kv_endpoint),
+	CHECK("kv_events", "endpoint_port_base", "a worker with KV events on", check_kv_endpoint),
+	CHECK("kv_events", "topic", "a worker with KV events on", check_kv_endpoint),
 	ALWAYS("kv_events", "block_size", "statebus index (per-model block size)"),
 	ALWAYS("kv_events", "dp_size", "statebus KV-event and LoadStat subscriptions"),
-	ALWAYS("kv_events", "replay_port_base", "statebus replay of missed events"),
+	CHECK("kv_events", "replay_port_base", "a worker with KV events on", check_kv_endpoint),
+	ALWAYS("kv_events", "subscribe", "statebus KV-event subscription (per worker)"),
 	ALWAYS("kv_events", "load_endpoint_port_base", "statebus LoadStat subscription"),
 	ALWAYS("router", "host", "router listener"),
 	ALWAYS("router", "port", "router listener"),
@@ -491,6 +519,7 @@ static const struct row rows[] = {
 	ALWAYS("statebus", "affinity_sweep_interval_secs", "statebus (or router master) sweep"),
 	ALWAYS("statebus", "metrics_interval_ms", "statebus scrape of vLLM /metrics"),
 	ALWAYS("statebus", "vllm_map_blocks", "statebus vLLM block-id map"),
+	ALWAYS("statebus", "kv_events", "statebus KV-event subscriptions (approximate mode)"),
 	ALWAYS("statebus", "prediction_ttl_ms", "statebus predicted index entries"),
 	ALWAYS("statebus", "prediction_drain_ms", "statebus prediction drain"),
 	ALWAYS("statebus", "prediction_capacity_tokens", "statebus predicted ownership bound"),
@@ -542,6 +571,9 @@ static const struct row rows[] = {
 	CACHE("cache_candidate_ratio"),
 	CACHE("cache_candidate_max_workers"),
 	CACHE("cache_switch_margin_tokens"),
+	CACHE("cache_predicted_weight"),
+	CACHE("cache_predicted_window_ms"),
+	CACHE("cache_predicted_half_life_ms"),
 	CACHE("worker_queue_limit"),
 	CACHE("saturation_queue_floor"),
 	CACHE("min_load_choices"),

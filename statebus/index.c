@@ -283,6 +283,7 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 	sb_index_owner own[IDX_READ_OWNERS]; /* first node's owners; then wanted words */
 	uint32_t alive[IDX_READ_OWNERS];     /* out[] entries still matching */
 	uint8_t tiers[IDX_READ_OWNERS];      /* all 0 between match steps */
+	uint32_t pnode[IDX_READ_OWNERS];     /* out[x]: deepest predicted-only node */
 	uint32_t na = 0;
 	size_t cnt = 0;
 	statebus_read_enter(r);
@@ -298,6 +299,7 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 			.worker = SB_OWN_WORKER(own[x]), .worker_gen = SB_OWN_GEN(own[x]),
 			.rank = SB_OWN_RANK(own[x]), .depth = 1, .tiers = SB_OWN_TIERS(own[x]),
 			.predicted_depth = (SB_OWN_TIERS(own[x]) & STATEBUS_TIER_ALL) ? 1 : 0};
+		pnode[cnt] = (SB_OWN_TIERS(own[x]) & STATEBUS_TIER_ALL) ? 0 : c;
 		alive[na] = (uint32_t)cnt;
 		own[na++] = SB_OWN(out[cnt].worker_gen, out[cnt].worker, out[cnt].rank, 0);
 		cnt++;
@@ -332,15 +334,23 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 			e->tiers = t;
 			if ((t & STATEBUS_TIER_ALL) && e->predicted_depth == (uint32_t)i)
 				e->predicted_depth = (uint32_t)i + 1;
+			else if (!(t & STATEBUS_TIER_ALL))
+				pnode[alive[a]] = c;
 			alive[m] = alive[a];
 			own[m++] = own[a];
 		}
 		na = m;
 		parent = c;
 	}
+	for (size_t x = 0; x < cnt; x++) {
+		struct statebus_index_match *e = &out[x];
+		e->predicted_depth = e->depth - e->predicted_depth;
+		e->cache_signal = CMM_LOAD_SHARED(sb_pworker_at(r, e->worker)->cache_signal);
+		e->predicted_ns = e->predicted_depth > 0 && pnode[x] != 0
+					  ? sb_pred_last_ns_read(r, pnode[x], e->worker, e->rank)
+					  : 0;
+	}
 	statebus_read_leave(r);
-	for (size_t x = 0; x < cnt; x++)
-		out[x].predicted_depth = out[x].depth - out[x].predicted_depth;
 	return (int)cnt;
 }
 

@@ -77,6 +77,21 @@ static uint32_t pe_find(const struct statebus_region *r, uint32_t node, uint32_t
 	return 0;
 }
 
+uint64_t sb_pred_last_ns_read(const struct statebus_region *r, uint32_t node, uint32_t worker,
+			      uint32_t rank)
+{
+	uint32_t cap = pool_cap(r);
+	uint32_t i = CMM_LOAD_SHARED(*pbucket(r, node, worker, rank));
+	for (uint32_t steps = 0; i != 0 && i <= cap && steps < 64; steps++) {
+		const struct sb_pred_entry *e = sb_pentry_at(r, i);
+		if (CMM_LOAD_SHARED(e->node) == node && CMM_LOAD_SHARED(e->worker) == worker &&
+		    CMM_LOAD_SHARED(e->rank) == rank)
+			return CMM_LOAD_SHARED(e->last_ns);
+		i = CMM_LOAD_SHARED(e->hnext);
+	}
+	return 0;
+}
+
 static void list_unlink(struct statebus_region *r, struct sb_pred_worker *pw, uint32_t i)
 {
 	struct sb_pred_entry *e = sb_pentry_at(r, i);
@@ -411,6 +426,21 @@ int statebus_predict_push(struct statebus_region *r, uint32_t proc,
 	if (keep < n)
 		CMM_STORE_SHARED(q->prod.truncated, q->prod.truncated + (n - keep));
 	return SY_OK;
+}
+
+uint64_t statebus_predict_ring_pos(const struct statebus_region *r, uint32_t proc)
+{
+	if (proc >= r->hdr->max_procs)
+		return 0;
+	return CMM_LOAD_SHARED(sb_pring_at(r, proc)->prod.tail);
+}
+
+bool statebus_predict_applied(const struct statebus_region *r, uint32_t proc, uint64_t pos)
+{
+	if (proc >= r->hdr->max_procs)
+		return true;
+	uint64_t head = __atomic_load_n(&sb_pring_at(r, proc)->cons.head, __ATOMIC_ACQUIRE);
+	return head - pos < (UINT64_C(1) << 63); /* head ≥ pos, free-running */
 }
 
 int statebus_predict_worker_read(const struct statebus_region *r, uint32_t worker,

@@ -5,7 +5,10 @@
  * workers table, compare, walk the radix index with statebus_index_match()
  * (it brackets itself), and name each owning (worker, rank) by the worker's
  * ID — read once per slot per query, generation- and model-checked, so a
- * reused slot or another model's owner is never reported.
+ * reused slot or another model's owner is never reported. A request that
+ * asks "predicted" gets each match's predicted depth, the age of its
+ * deepest predicted block's last prediction (ms, from this host's clock)
+ * and whether the worker is in approximate mode.
  */
 #include "statebus-query.h"
 
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "statebus.h"
 
@@ -47,8 +51,12 @@ static bool oracle(struct statebus_region *r, const char *m, uint32_t len, uint3
 	for (uint32_t s = 0; s < cap; s++) {
 		if (statebus_worker_read(r, s, &w) != SY_OK || w.state != STATEBUS_WORKER_ACTIVE)
 			continue;
-		if (!model_eq(&w, m, len) || !w.has_cache_signal || w.kv_rejected != STATEBUS_KV_OK ||
-		    w.kv_block_size == 0)
+		struct statebus_predict_worker pw;
+		bool approximate = !w.has_cache_signal &&
+				   statebus_predict_worker_read(r, s, &pw) == SY_OK &&
+				   pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED;
+		if (!model_eq(&w, m, len) || !(w.has_cache_signal || approximate) ||
+		    w.kv_rejected != STATEBUS_KV_OK || w.kv_block_size == 0)
 			continue;
 		*bs = w.kv_block_size;
 		*bigram = w.kv_bigram != 0;
@@ -131,6 +139,7 @@ int statebus_query_answer(struct statebus_query_server *s, struct statebus_regio
 				       (uint32_t)kept) != SY_OK)
 		return SY_ENOMEM;
 	last = UINT32_MAX;
+	uint64_t now = sy_mono_ns();
 	for (int i = 0; i < kept; i++) {
 		struct statebus_index_match *m = &s->matches[i];
 		if (m->worker != last) {
@@ -139,7 +148,19 @@ int statebus_query_answer(struct statebus_query_server *s, struct statebus_regio
 				w.id[0] = '\0';
 		}
 		size_t ul = strnlen(w.id, sizeof(w.id));
-		if (statebus_query_add_match(&s->out, w.id, ul ? ul : 1, m->rank, m->depth) != SY_OK)
+		int rc;
+		if (q.predicted) {
+			uint64_t age = m->predicted_ns != 0 && now > m->predicted_ns
+					       ? (now - m->predicted_ns) / 1000000u
+					       : 0;
+			rc = statebus_query_add_match_predicted(
+				&s->out, w.id, ul ? ul : 1, m->rank, m->depth, m->predicted_depth,
+				age > UINT32_MAX ? UINT32_MAX : (uint32_t)age,
+				m->cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED);
+		} else {
+			rc = statebus_query_add_match(&s->out, w.id, ul ? ul : 1, m->rank, m->depth);
+		}
+		if (rc != SY_OK)
 			return SY_ENOMEM;
 	}
 	return SY_OK;

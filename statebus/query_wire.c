@@ -135,11 +135,11 @@ static void put_bool(struct statebus_query_buf *b, bool v)
 
 int statebus_query_encode_request(struct statebus_query_buf *b, uint64_t id, const char *model,
 				  size_t model_len, uint32_t block_size, bool bigram,
-				  const int64_t *hashes, size_t n)
+				  const int64_t *hashes, size_t n, bool predicted)
 {
 	b->len = 0;
 	b->err = SY_OK;
-	put_container(b, true, 6);
+	put_container(b, true, predicted ? 7 : 6);
 	put_cstr(b, "v");
 	put_uint(b, STATEBUS_QUERY_VERSION);
 	put_cstr(b, "id");
@@ -150,6 +150,10 @@ int statebus_query_encode_request(struct statebus_query_buf *b, uint64_t id, con
 	put_uint(b, block_size);
 	put_cstr(b, "bigram");
 	put_bool(b, bigram);
+	if (predicted) {
+		put_cstr(b, "predicted");
+		put_bool(b, true);
+	}
 	put_cstr(b, "hashes");
 	put_container(b, false, (uint32_t)n);
 	for (size_t i = 0; i < n; i++)
@@ -188,6 +192,21 @@ int statebus_query_add_match(struct statebus_query_buf *b, const char *url, size
 	put_str(b, url, url_len);
 	put_uint(b, rank);
 	put_uint(b, depth);
+	return b->err;
+}
+
+int statebus_query_add_match_predicted(struct statebus_query_buf *b, const char *url,
+				       size_t url_len, uint32_t rank, uint32_t depth,
+				       uint32_t predicted_depth, uint32_t predicted_age_ms,
+				       bool approximate)
+{
+	put_container(b, false, 6);
+	put_str(b, url, url_len);
+	put_uint(b, rank);
+	put_uint(b, depth);
+	put_uint(b, predicted_depth);
+	put_uint(b, predicted_age_ms);
+	put_bool(b, approximate);
 	return b->err;
 }
 
@@ -247,6 +266,7 @@ enum statebus_query_status statebus_query_decode_request(const uint8_t *frame, s
 	out->model_len = 0;
 	out->block_size = 0;
 	out->bigram = false;
+	out->predicted = false;
 	out->n_hashes = 0;
 	if (len > STATEBUS_QUERY_MAX_BYTES)
 		return STATEBUS_QUERY_TOO_LARGE;
@@ -277,6 +297,8 @@ enum statebus_query_status statebus_query_decode_request(const uint8_t *frame, s
 			read_u32(&c, &out->block_size);
 		} else if (sy_mp_str_eq(k, kl, "bigram")) {
 			read_bool(&c, &out->bigram);
+		} else if (sy_mp_str_eq(k, kl, "predicted")) {
+			read_bool(&c, &out->predicted);
 		} else if (sy_mp_str_eq(k, kl, "hashes")) {
 			uint32_t m;
 			if (!sy_mp_read_array(&c, &m))
@@ -367,9 +389,13 @@ int statebus_query_decode_reply(const uint8_t *frame, size_t len, struct statebu
 			}
 			for (uint32_t j = 0; j < m && c.err == SY_OK; j++) {
 				struct statebus_query_match *e = &out->matches[j];
-				uint32_t three;
+				uint32_t fields;
 				const uint8_t *u;
-				if (!sy_mp_read_array(&c, &three) || three != 3) {
+				/* [url, rank, depth] (protocol 1), then optionally
+				 * predicted_depth, predicted_age_ms, approximate; later
+				 * fields are skipped */
+				if (!sy_mp_read_array(&c, &fields) || fields < 3 ||
+				    fields > STATEBUS_QUERY_MATCH_FIELDS_MAX) {
 					sy_cursor_fail(&c, SY_EMALFORMED);
 					break;
 				}
@@ -382,6 +408,19 @@ int statebus_query_decode_reply(const uint8_t *frame, size_t len, struct statebu
 				e->url = (const char *)u;
 				read_u32(&c, &e->rank);
 				read_u32(&c, &e->depth);
+				e->has_predicted = fields >= 6;
+				e->predicted_depth = 0;
+				e->predicted_age_ms = 0;
+				e->approximate = false;
+				if (e->has_predicted) {
+					read_u32(&c, &e->predicted_depth);
+					read_u32(&c, &e->predicted_age_ms);
+					read_bool(&c, &e->approximate);
+					if (c.err == SY_OK && e->predicted_depth > e->depth)
+						sy_cursor_fail(&c, SY_EMALFORMED);
+				}
+				for (uint32_t f = e->has_predicted ? 6 : 3; f < fields && c.err == SY_OK; f++)
+					sy_mp_skip(&c);
 			}
 			if (range)
 				break;

@@ -492,6 +492,13 @@ int sb_pred_check(const struct statebus_region *r, char *err, size_t cap);
  * sync_gen: drops the worker's entries of another generation than `gen`
  * and restarts its counts (call before walking a chain). */
 bool sb_pred_room(struct statebus_region *r, uint32_t worker, uint64_t now_ns);
+/* Reader side (inside a read bracket): last prediction time (CLOCK_MONOTONIC
+ * ns) of the entry (node, worker, rank), 0 when none is found. Reads the
+ * writer-only pool with single loads and a bounded chain walk: an entry
+ * released or reused meanwhile gives 0 or another plausible stamp, never a
+ * fault. */
+uint64_t sb_pred_last_ns_read(const struct statebus_region *r, uint32_t node, uint32_t worker,
+			      uint32_t rank);
 void sb_pred_sync_gen(struct statebus_region *r, uint32_t worker, uint32_t gen);
 
 /* index.c for predict.c: clears the predicted ownership (worker, rank) of

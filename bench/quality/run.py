@@ -23,10 +23,22 @@ Reported per run: engine-side hit ratio (Σ cached / Σ prompt tokens from
 `recent`, polled during the run), throughput (requests/s of the run) and
 errors. Writes bench/results/quality.md and bench/results/quality.png.
 
+Scenarios (SCENARIOS, default "events"):
+  events    the engines publish KV events at once (the table above:
+            POLICIES) → bench/results/quality.md, quality.png;
+  noevents  the same engines, the statebus with kv_events off: cache state
+            only from the routers' predictions (approximate mode);
+  delayed   every engine publishes each KV-event batch DELAY_MS late (the
+            prefill-plus-publish window of a real engine).
+The last two run PREDICT_POLICIES and append to
+bench/results/quality-predict.md; `cache_aware_events_only` is cache_aware
+with policy.cache_predicted_weight 0 (predictions ignored: KV events only).
+
 Env (defaults): ENGINES 8, PROMPTS 32, PROMPT_CHARS 2000, SESSIONS 128,
 TURNS 6, CONC 32, CACHE_TOKENS 10240, PREFILL_US 40, DECODE_US 4000,
 MAX_TOKENS 16, POLICIES "round_robin power_of_two session_aware cache_aware
-haproxy".
+haproxy", SCENARIOS "events", PREDICT_POLICIES "round_robin cache_aware
+cache_aware_events_only", DELAY_MS 200.
 """
 import http.client
 import json
@@ -68,6 +80,12 @@ DECODE_US = env("DECODE_US", 4000)
 MAX_TOKENS = env("MAX_TOKENS", 16)
 POLICIES = os.environ.get("POLICIES",
                           "round_robin power_of_two session_aware cache_aware haproxy").split()
+SCENARIOS = os.environ.get("SCENARIOS", "events").split()
+PREDICT_POLICIES = os.environ.get("PREDICT_POLICIES",
+                                  "round_robin cache_aware cache_aware_events_only").split()
+DELAY_MS = env("DELAY_MS", 200)
+# router policy block per run name
+POLICY_YAML = {"cache_aware_events_only": "{type: cache_aware, cache_predicted_weight: 0}"}
 
 T = tempfile.mkdtemp(prefix="sy-quality.")
 SHM = "/dev/shm/sy-bench-quality-%d" % os.getpid()
@@ -259,7 +277,8 @@ def start_router(policy):
     with open(cfg, "w") as f:
         f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
                 "router: {host: 127.0.0.1, port: %d, processes: 2}\n"
-                "policy: {type: %s}\n" % (SHM, ", ".join(URLS), port, policy))
+                "policy: %s\n" % (SHM, ", ".join(URLS), port,
+                                   POLICY_YAML.get(policy, "{type: %s}" % policy)))
     p = subprocess.Popen([ROUTER, "--config", cfg, "--log-level", "warn"],
                          stdout=open(os.path.join(T, "router-%s.log" % policy), "a"),
                          stderr=subprocess.STDOUT)
@@ -401,34 +420,105 @@ def machine():
     return "%d-vCPU %s (load average %.1f at the end)" % (os.cpu_count(), cpu, os.getloadavg()[0])
 
 
-def main():
-    global URLS
-    d = os.path.join(T, "fleet")
+def start_fleet(d, extra):
+    """ENGINES mocks (mock-fleet) with extra flags → their URLs."""
     r = subprocess.run([FLEET, "start", "--dir", d, "--bin", MOCK, "--count", str(ENGINES), "--",
                         "--model", "m1", "--block-size", "16", "--cache-tokens", str(CACHE_TOKENS),
                         "--prefill-us-per-token", str(PREFILL_US),
                         "--decode-us-per-token", str(DECODE_US), "--max-running", "32",
-                        "--load-interval-ms", "200", "--log-level", "warn"],
+                        "--load-interval-ms", "200", "--log-level", "warn"] + extra,
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise SystemExit("mock-fleet: " + r.stderr)
+    with open(os.path.join(d, "fleet.json")) as f:
+        return [m["url"] for m in json.load(f)]
+
+
+def start_statebus(kv_events):
+    cfg = os.path.join(T, "statebus.yaml")
+    with open(cfg, "w") as f:
+        f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
+                "statebus: {kv_events: %s}\n" % (SHM, ", ".join(URLS), kv_events))
+    sb = subprocess.Popen([STATEBUS, "--config", cfg, "--log-level", "warn"],
+                          stdout=open(os.path.join(T, "statebus.log"), "a"),
+                          stderr=subprocess.STDOUT)
+    procs.append(sb)
+    signal_want = "events" if kv_events == "on" else "predicted"
+    wait_for("statebus", lambda: syctl("header")["statebus"]["live"] and
+             all(w.get("kv_events", {}).get("block_size") == 16 and
+                 w.get("cache_signal") == signal_want
+                 for w in syctl("workers")["workers"]) and
+             len(syctl("workers")["workers"]) == ENGINES)
+    return sb
+
+
+SCENARIO_TEXT = {
+    "noevents": "engines without KV events (statebus kv_events off: approximate mode)",
+    "delayed": "KV events published %d ms after each step (--kv-event-delay-ms)",
+}
+
+
+def write_predict_results(scenario, rows, secs):
+    by = {r["name"]: r for r in rows}
+    rr, ea = by.get("round_robin"), by.get("cache_aware_events_only")
+    lines = ["| policy | engine hit ratio | × round_robin | × events only | TTFT mean ms | "
+             "p50 ms | p99 ms | req/s | errors | requests per engine |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        x_rr = r["hit"] / rr["hit"] if rr and rr["hit"] > 0 else float("nan")
+        x_ea = r["hit"] / ea["hit"] if ea and ea["hit"] > 0 else float("nan")
+        lines.append("| %s | %.3f | %.2f× | %.2f× | %.1f | %.1f | %.1f | %.1f | %d | %s |" % (
+            r["name"], r["hit"], x_rr, x_ea, r["ttft_mean"] * 1e3, r["ttft_p50"] * 1e3,
+            r["ttft_p99"] * 1e3, r["rps"], r["errors"],
+            "/".join(str(x) for x in r["per_engine"])))
+    head = ("## %s\n\n%s. Workload as in quality.md: %d sessions × %d turns over %d system "
+            "prompts of %d tokens, %d concurrent clients, %d mock engines (%d KV tokens each, "
+            "%d µs/uncached prompt token, %d µs/output token); router 2 processes. Date %s, %s; "
+            "the %d runs took %.0f s." % (
+                scenario, SCENARIO_TEXT[scenario] % DELAY_MS if "%" in SCENARIO_TEXT[scenario]
+                else SCENARIO_TEXT[scenario], SESSIONS, TURNS, PROMPTS, PROMPT_CHARS, CONC,
+                ENGINES, CACHE_TOKENS, PREFILL_US, DECODE_US, time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                            time.gmtime()),
+                machine(), len(rows), secs))
+    md = head + "\n\n" + "\n".join(lines) + "\n\n"
+    path = os.path.join(RESULTS, "quality-predict.md")
+    os.makedirs(RESULTS, exist_ok=True)
+    new = not os.path.exists(path)
+    with open(path, "a") as f:
+        if new:
+            f.write("# bench/quality — predicted cache state\n\n")
+        f.write(md)
+    print(md)
+
+
+def main():
+    global URLS
+    for scenario in SCENARIOS:
+        if scenario not in ("events", "noevents", "delayed"):
+            raise SystemExit("bench/quality: unknown scenario " + scenario)
+    d = os.path.join(T, "fleet")
     try:
-        with open(os.path.join(d, "fleet.json")) as f:
-            URLS = [m["url"] for m in json.load(f)]
-        cfg = os.path.join(T, "statebus.yaml")
-        with open(cfg, "w") as f:
-            f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
-                    % (SHM, ", ".join(URLS)))
-        sb = subprocess.Popen([STATEBUS, "--config", cfg, "--log-level", "warn"],
-                              stdout=open(os.path.join(T, "statebus.log"), "a"),
-                              stderr=subprocess.STDOUT)
-        procs.append(sb)
-        wait_for("statebus", lambda: syctl("header")["statebus"]["live"] and
-                 all(w.get("kv_events", {}).get("block_size") == 16
-                     for w in syctl("workers")["workers"]))
         sessions = workload()
-        rows = [one_run(name, sessions) for name in POLICIES]
-        write_results(rows)
+        for scenario in SCENARIOS:
+            t0 = time.monotonic()
+            extra = ["--kv-event-delay-ms", str(DELAY_MS)] if scenario == "delayed" else []
+            URLS = start_fleet(d, extra)
+            names = POLICIES if scenario == "events" else PREDICT_POLICIES
+            rows = []
+            for name in names:
+                # a fresh statebus and region per run: predictions of the
+                # previous run would otherwise outlive the engines' flush
+                sb = start_statebus("off" if scenario == "noevents" else "on")
+                rows.append(one_run(name, sessions))
+                stop(sb)
+                procs.remove(sb)
+                subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
+            if scenario == "events":
+                write_results(rows)
+            else:
+                write_predict_results(scenario, rows, time.monotonic() - t0)
+            subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)
+            log("scenario %s: %.0f s" % (scenario, time.monotonic() - t0))
     finally:
         for p in procs:
             if p.poll() is None:

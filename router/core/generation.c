@@ -262,6 +262,14 @@ static int configure_cache_aware(struct router_gen *g, struct policy *p,
 	cp.pressure_abs_ms = pick_d(o->pressure_abs_threshold_ms, top->pressure_abs_threshold_ms, -1);
 	cp.pressure_rel = pick_d(o->pressure_rel_threshold, top->pressure_rel_threshold,
 				 CACHE_AWARE_PRESSURE_REL);
+	cp.predicted_weight = pick_d(o->cache_predicted_weight, top->cache_predicted_weight,
+				     CACHE_AWARE_PREDICTED_WEIGHT);
+	cp.predicted_window_ms = (uint32_t)pick_i(o->cache_predicted_window_ms,
+						  top->cache_predicted_window_ms,
+						  CACHE_AWARE_PREDICTED_WINDOW_MS);
+	cp.predicted_half_life_ms = (uint32_t)pick_i(o->cache_predicted_half_life_ms,
+						     top->cache_predicted_half_life_ms,
+						     CACHE_AWARE_PREDICTED_HALF_LIFE_MS);
 
 	struct cache_source *src = NULL;
 	int rc = cache_source_of(g, o, top, &src);

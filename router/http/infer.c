@@ -225,7 +225,9 @@ void rt_infer_predict(const struct infer_request *ir, const struct selection *se
 		.model_tag = statebus_predict_model_tag(ir->pr.model.ptr, ir->pr.model.len),
 		.now_ns = now_ns,
 	};
-	(void)statebus_predict_push(rt_w.region, rt_w.proc_slot, &p, m->ids, m->n_ids);
+	if (statebus_predict_push(rt_w.region, rt_w.proc_slot, &p, m->ids, m->n_ids) == SY_OK)
+		prefix_pending_add(w->slot, w->generation, m->ids, m->n_ids,
+				   statebus_predict_ring_pos(rt_w.region, rt_w.proc_slot), now_ns);
 }
 
 static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, uint64_t now_ns,

@@ -531,6 +531,11 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 	for (int i = 0; i < 5; i++)
 		rt_buf_puts(&lb[i], lfam[i]);
 	uint64_t now_ns = sy_mono_ns();
+	struct rt_buf sigs = {0};
+	rt_buf_puts(&sigs, "# HELP switchyard_worker_cache_signal 1 for the source of the worker's "
+			   "cache state in the index: events (KV events, predictions bridge their "
+			   "delay), predicted (approximate mode: no KV events, predictions only), "
+			   "none (routed on load).\n# TYPE switchyard_worker_cache_signal gauge\n");
 	uint64_t n_workers[3] = {0, 0, 0};
 	int64_t active = 0;
 	uint32_t cap = region ? statebus_workers_capacity(region) : 0;
@@ -571,6 +576,17 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		struct statebus_health h;
 		if (statebus_health_read(region, slot, &h) != SY_OK || h.worker_gen != w.generation)
 			memset(&h, 0, sizeof(h));
+		struct statebus_predict_worker pw;
+		const char *sig = "none";
+		if (w.has_cache_signal && w.kv_rejected == STATEBUS_KV_OK)
+			sig = "events";
+		else if (w.kv_block_size > 0 && statebus_predict_worker_read(region, slot, &pw) == SY_OK &&
+			 pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED)
+			sig = "predicted";
+		static const char *const sig_names[3] = {"events", "predicted", "none"};
+		for (int i = 0; i < 3; i++)
+			rt_buf_printf(&sigs, "switchyard_worker_cache_signal{%s,signal=\"%s\"} %d\n", l,
+				      sig_names[i], strcmp(sig, sig_names[i]) == 0);
 		rt_buf_printf(&hb[0], "switchyard_worker_passive_down{%s} %d\n", l,
 			      h.down_since_ns != 0);
 		rt_buf_printf(&hb[1], "switchyard_worker_stalled{%s} %d\n", l, h.stalled_since_ns != 0);
@@ -616,8 +632,11 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			b.oom = true;
 		rt_buf_free(&lb[i]);
 	}
-	if (gauges.oom || health.oom || cbs.oom)
+	if (sigs.p)
+		rt_buf_put(&b, sigs.p, sigs.n);
+	if (gauges.oom || health.oom || cbs.oom || sigs.oom)
 		b.oom = true;
+	rt_buf_free(&sigs);
 	rt_buf_free(&gauges);
 	rt_buf_free(&health);
 	rt_buf_free(&cbs);

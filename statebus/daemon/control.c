@@ -7,7 +7,7 @@
  *    "engine": "auto|sglang|vllm",
  *    "model": M, "bootstrap_port": P, "kv_events": {endpoint_host,
  *    endpoint_port_base, topic, block_size, dp_size, replay_port_base,
- *    load_endpoint_port_base}}
+ *    load_endpoint_port_base, subscribe: fleet|on|off}}
  *   {"op": "remove_worker", "url": URL}
  * Replies: {"ok": true, ...} or {"ok": false, "error": "..."}. Requests
  * over 64 KiB or not JSON get an error reply (REP must always answer).
@@ -143,6 +143,19 @@ static json_t *add_worker(struct sbd *d, json_t *req)
 			return fail("bad kv_events value", NULL);
 		k->endpoint_host = (char *)json_string_value(json_object_get(kv, "endpoint_host"));
 		k->topic = (char *)json_string_value(json_object_get(kv, "topic"));
+		const char *sub = json_string_value(json_object_get(kv, "subscribe"));
+		if (sub != NULL) {
+			if (strcmp(sub, "on") == 0)
+				k->subscribe = SY_KV_SUBSCRIBE_ON;
+			else if (strcmp(sub, "off") == 0)
+				k->subscribe = SY_KV_SUBSCRIBE_OFF;
+			else if (strcmp(sub, "fleet") != 0)
+				return fail("kv_events.subscribe must be fleet, on or off", NULL);
+		}
+		if (!sy_config_kv_events_on(&d->cfg, k) &&
+		    (k->endpoint_port_base || k->replay_port_base || k->endpoint_host || k->topic))
+			return fail("kv_events endpoint keys given for a worker whose KV events are "
+				    "off; remove them, or use kv_events.subscribe on", NULL);
 	}
 	uint32_t slot;
 	int rc = sbd_fleet_add(d, &cw, &slot);

@@ -409,6 +409,19 @@ static void finalise(struct sbd *d, struct sbd_worker *w, const struct sbd_facts
 		sy_error("worker %s: /server_info: %s; its KV events and load are not used",
 			 rec->id, f->invalid);
 	}
+	if (!sy_config_kv_events_on(&d->cfg, &w->kv)) {
+		/* KV events off by configuration: no subscription; the router's
+		 * predictions are the worker's cache signal (approximate mode). */
+		rec->has_cache_signal = false;
+		if (rec->kv_block_size == 0 && w->page_size > 0)
+			rec->kv_block_size = w->page_size;
+		if (f != NULL)
+			sy_info("worker %s: KV events off (%s); cache state predicted from routing "
+				"(block %u)", rec->id,
+				w->kv.subscribe == SY_KV_SUBSCRIBE_OFF ? "workers[].kv_events.subscribe"
+								       : "statebus.kv_events",
+				rec->kv_block_size);
+	}
 	if (rec->dp_size == 0)
 		rec->dp_size = 1;
 	if (rec->dp_size > d->max_ranks) {

@@ -8,10 +8,17 @@
  * that either side may grow.
  *
  *   request  {"v": 1, "id": u64, "model": str, "block_size": u32,
- *             "bigram": bool, "hashes": [i64, ...]}
+ *             "bigram": bool, "predicted": bool?, "hashes": [i64, ...]}
  *   reply    {"v": 1, "id": u64, "status": str, "error": str?,
  *             "query_blocks": u32, "matches": [[url str, rank u32,
  *             depth u32], ...]}
+ *   with "predicted": true, each match is [url, rank, depth,
+ *             predicted_depth u32, predicted_age_ms u32, approximate bool]
+ *
+ * Protocol 1 grows compatibly: a server that does not know "predicted"
+ * skips the key and answers three-field matches (its depth counts
+ * predicted blocks as held); an asker reads three or more fields (extra
+ * ones skipped), so old askers, which never ask, never see six.
  *
  * hashes = the request's SGLang block-hash chain (sglang-wire.md §11),
  * computed by the asker; matches = statebus_index_match() of that chain,
@@ -43,6 +50,7 @@
 #define STATEBUS_QUERY_MAX_MATCHES 65536u         /* entries of one reply */
 #define STATEBUS_QUERY_URL_MAX 255u               /* bytes of a worker URL */
 #define STATEBUS_QUERY_MODEL_MAX 127u             /* bytes of a model name */
+#define STATEBUS_QUERY_MATCH_FIELDS_MAX 16u       /* fields of one match array */
 
 enum statebus_query_status {
 	STATEBUS_QUERY_OK = 0,
@@ -71,16 +79,25 @@ struct statebus_query_request {
 	uint32_t model_len;
 	uint32_t block_size;
 	bool bigram;
+	bool predicted;     /* the asker reads predicted fields in matches */
 	int64_t *hashes;
 	uint32_t n_hashes;
 };
 
-/* One reply entry: worker URL (borrowed from the frame), rank, depth. */
+/* One reply entry: worker URL (borrowed from the frame), rank, depth and,
+ * when the server sent them (has_predicted), the predicted part. */
 struct statebus_query_match {
 	const char *url;   /* not NUL-terminated */
 	uint32_t url_len;
 	uint32_t rank;
-	uint32_t depth;    /* blocks */
+	uint32_t depth;    /* blocks, predicted ones included */
+	bool has_predicted;        /* the three fields below came on the wire */
+	bool approximate;          /* the worker has no KV events: predictions
+				      are its only cache signal */
+	uint32_t predicted_depth;  /* blocks of depth past the engine-confirmed
+				      prefix, ≤ depth (statebus_index_match) */
+	uint32_t predicted_age_ms; /* age of the deepest predicted block's last
+				      prediction when answered, ms (saturated) */
 };
 
 /* A decoded reply. matches is the caller's array (capacity matches_cap);
@@ -95,11 +112,12 @@ struct statebus_query_reply {
 	uint32_t n_matches;
 };
 
-/* Encodes a request; `model` is `model_len` bytes. Returns SY_OK or SY_ENOMEM
+/* Encodes a request; `model` is `model_len` bytes; `predicted` asks for
+ * six-field matches. Returns SY_OK or SY_ENOMEM
  * (b->len then undefined). b is reset first. */
 int statebus_query_encode_request(struct statebus_query_buf *b, uint64_t id, const char *model,
 				  size_t model_len, uint32_t block_size, bool bigram,
-				  const int64_t *hashes, size_t n);
+				  const int64_t *hashes, size_t n, bool predicted);
 
 /* Decodes a request frame of `len` bytes. `out->hashes` must point to an
  * array of `hashes_cap` entries. Returns STATEBUS_QUERY_OK,
@@ -119,6 +137,11 @@ int statebus_query_begin_reply(struct statebus_query_buf *b, uint64_t id,
 			       uint32_t query_blocks, uint32_t n_matches);
 int statebus_query_add_match(struct statebus_query_buf *b, const char *url, size_t url_len,
 			     uint32_t rank, uint32_t depth);
+/* The six-field match, for a request that asked "predicted". */
+int statebus_query_add_match_predicted(struct statebus_query_buf *b, const char *url,
+				       size_t url_len, uint32_t rank, uint32_t depth,
+				       uint32_t predicted_depth, uint32_t predicted_age_ms,
+				       bool approximate);
 
 /* Decodes a reply frame. out->matches points to `matches_cap` entries.
  * Returns SY_OK, SY_EMALFORMED (not a valid reply: the asker treats it as
@@ -130,8 +153,9 @@ int statebus_query_decode_reply(const uint8_t *frame, size_t len, struct statebu
 /* ---- serving (query_serve.c) ---------------------------------------------
  * The answering side, socket-free so that the daemon and tests share it.
  * The model's block size and bigram mode are read from the workers table
- * (the first worker of the model with a cache signal, an accepted stream and
- * a block size — the statebus's per-model oracle): a request that disagrees
+ * (the first worker of the model with a cache signal — KV events with an
+ * accepted stream, or predictions in approximate mode — and a block size:
+ * the statebus's per-model oracle): a request that disagrees
  * is "rejected"; a model with no indexed worker is answered "ok" with no
  * matches (a confirmed miss: nothing is known there). Matches name the
  * worker's ID; owners of other models are left out. Cost: one scan of the

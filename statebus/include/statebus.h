@@ -467,8 +467,10 @@ int statebus_index_check(struct statebus_region *r, char *err, size_t cap);
 /* Reader: for each (worker slot, rank) owning a contiguous prefix of
  * hashes[0..n) from the root (any tier, predicted included; current slot
  * generation only), its depth in blocks (≥ 1) and, in predicted_depth, how
- * many of those blocks lie past its longest engine-confirmed prefix, in
- * order of first appearance. Writes at most
+ * many of those blocks lie past its longest engine-confirmed prefix, with
+ * the last prediction time of the deepest predicted-only one (predicted_ns,
+ * a best-effort read of the writer's entry pool) and the worker's cache
+ * signal; in order of first appearance. Writes at most
  * `cap` entries (owners beyond cap at the first block are not followed).
  * Brackets itself (nests inside an open bracket); needs a claimed proc slot.
  * Returns the number of entries written (≥ 0), or SY_EINVAL (NULL with
@@ -537,6 +539,16 @@ uint32_t statebus_predict_model_tag(const char *model, size_t len);
  * hashes NULL with n > 0). */
 int statebus_predict_push(struct statebus_region *r, uint32_t proc,
 			  const struct statebus_prediction *p, const int64_t *hashes, size_t n);
+
+/* Producer: the position of proc slot `proc`'s ring after its last push
+ * (free-running word count; 0 for a bad slot). */
+uint64_t statebus_predict_ring_pos(const struct statebus_region *r, uint32_t proc);
+
+/* True once the statebus has consumed proc's ring up to `pos` (a value of
+ * statebus_predict_ring_pos): every prediction pushed before it is applied
+ * to the index (or dropped, counted). Lets a router bridge the drain delay
+ * with what it pushed itself. */
+bool statebus_predict_applied(const struct statebus_region *r, uint32_t proc, uint64_t pos);
 
 /* [writer] Consumer: drains at most max_records predictions from every
  * ring and applies each (statebus_index_predict at now_ns) after checking

@@ -404,6 +404,39 @@ START_TEST(test_prediction_keys_default_parse_flag_and_range_check)
 }
 END_TEST
 
+START_TEST(test_kv_events_fleet_and_worker_switches)
+{
+	ck_assert_int_eq(cfg.statebus.kv_events, SY_KV_EVENTS_ON);
+	ck_assert_msg(load("statebus: {kv_events: off}\n"
+			   "workers: [{url: http://a:1}, {url: http://b:1, kv_events: {subscribe: on,\n"
+			   "  endpoint_port_base: 5557}}, {url: http://c:1, kv_events: {block_size: 32}}]\n") ==
+			      SY_OK,
+		      "%s", err.msg);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_OK);
+	ck_assert_int_eq(cfg.statebus.kv_events, SY_KV_EVENTS_OFF);
+	ck_assert(!sy_config_kv_events_on(&cfg, &cfg.workers[0].kv_events));
+	ck_assert(sy_config_kv_events_on(&cfg, &cfg.workers[1].kv_events));
+	ck_assert(!sy_config_kv_events_on(&cfg, &cfg.workers[2].kv_events)); /* block size kept */
+	struct sy_config_kv_events added = {0}; /* a worker added at run time */
+	ck_assert(!sy_config_kv_events_on(&cfg, &added));
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(flag("statebus", "--kv-events", "off"), SY_OK);
+	ck_assert_int_eq(cfg.statebus.kv_events, SY_KV_EVENTS_OFF);
+	ck_load_fails("statebus: {kv_events: maybe}\n", SY_ECONFIG,
+		      "t.yaml:1:23: statebus.kv_events: must be one of on, off");
+	/* the endpoint of a worker whose events are off: refused with the way out */
+	sy_config_free(&cfg);
+	sy_config_init_defaults(&cfg);
+	ck_assert_int_eq(load("workers: [{url: http://a:1, kv_events: {subscribe: off,\n"
+			      "  endpoint_port_base: 5557}}]\n"),
+			 SY_OK);
+	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_ECONFIG);
+	ck_assert_str_eq(err.key, "workers[0].kv_events.endpoint_port_base");
+	ck_assert_ptr_nonnull(strstr(err.msg, "use workers[0].kv_events.subscribe: on"));
+}
+END_TEST
+
 START_TEST(test_retry_flags_map_and_contradictions_are_refused)
 {
 	ck_assert_int_eq(sy_config_finish(&cfg, &err), SY_OK);
@@ -874,6 +907,7 @@ int main(void)
 	tcase_add_test(tc, test_every_section_fits_the_duplicate_key_bitmap);
 	tcase_add_test(tc, test_prediction_keys_default_parse_flag_and_range_check);
 	tcase_add_test(tc, test_retry_flags_map_and_contradictions_are_refused);
+	tcase_add_test(tc, test_kv_events_fleet_and_worker_switches);
 	suite_add_tcase(s, tc);
 
 	return sy_check_run(s);

@@ -379,6 +379,22 @@ struct probe {
 	 "policy: {type: cache_aware, " k ": " v "}\n"}
 
 static const struct probe probes[] = {
+	{"kv_events.endpoint_host",
+	 "statebus: {kv_events: off}\nworkers: [{url: http://a:1, kv_events: {endpoint_host: h}}]\n",
+	 "workers[0].kv_events.endpoint_host",
+	 "statebus: {kv_events: off}\nworkers: [{url: http://a:1, kv_events: {endpoint_host: h, "
+	 "subscribe: on}}]\n"},
+	{"kv_events.endpoint_port_base",
+	 "workers: [{url: http://a:1, kv_events: {endpoint_port_base: 5557, subscribe: off}}]\n",
+	 "workers[0].kv_events.endpoint_port_base",
+	 "workers: [{url: http://a:1, kv_events: {endpoint_port_base: 5557}}]\n"},
+	{"kv_events.topic",
+	 "statebus: {kv_events: off}\nworkers: [{url: http://a:1, kv_events: {topic: kv}}]\n",
+	 "workers[0].kv_events.topic", "workers: [{url: http://a:1, kv_events: {topic: kv}}]\n"},
+	{"kv_events.replay_port_base",
+	 "workers: [{url: http://a:1, kv_events: {replay_port_base: 5600, subscribe: off}}]\n",
+	 "workers[0].kv_events.replay_port_base",
+	 "workers: [{url: http://a:1, kv_events: {replay_port_base: 5600, subscribe: on}}]\n"},
 	{"worker.bootstrap_port", "workers: [{url: http://d:1, role: decode, bootstrap_port: 9}]\n",
 	 "workers[0].bootstrap_port",
 	 "workers: [{url: http://p:1, role: prefill, bootstrap_port: 9}]\n"},
@@ -467,6 +483,9 @@ static const struct probe probes[] = {
 	CACHE_PROBE("cache_candidate_ratio", "0.5"),
 	CACHE_PROBE("cache_candidate_max_workers", "16"),
 	CACHE_PROBE("cache_switch_margin_tokens", "256"),
+	CACHE_PROBE("cache_predicted_weight", "0.5"),
+	CACHE_PROBE("cache_predicted_window_ms", "500"),
+	CACHE_PROBE("cache_predicted_half_life_ms", "0"),
 	CACHE_PROBE("worker_queue_limit", "4"),
 	{"policy.saturation_queue_floor", "policy: {saturation_queue_floor: 2}\n",
 	 "policy.saturation_queue_floor",

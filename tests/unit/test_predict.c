@@ -104,6 +104,32 @@ START_TEST(test_pushed_prediction_is_visible_after_drain_as_predicted_depth)
 }
 END_TEST
 
+START_TEST(test_match_reports_prediction_time_and_cache_signal)
+{
+	struct fx f;
+	fx_open(&f, 256);
+	const int64_t h[] = {1, 2, 3, 4, 5, 6};
+	ck_assert_int_eq(statebus_index_predict(f.r, f.a, f.ga, 0, h, 5, 1), SY_OK);
+	ck_assert_int_eq(statebus_index_store(f.r, f.a, 0, false, 0, h, 3, DEV, 2), SY_OK);
+	struct statebus_index_match m = match_of(&f, h, 5, f.a, 0);
+	ck_assert_uint_eq(m.predicted_depth, 2);
+	ck_assert_uint_eq(m.predicted_ns, 1); /* block 5's last prediction */
+	ck_assert_uint_eq(m.cache_signal, STATEBUS_CACHE_SIGNAL_NONE);
+	/* a longer prompt predicted later: its deepest block carries the time */
+	ck_assert_int_eq(statebus_index_predict(f.r, f.a, f.ga, 0, h, 6, 7), SY_OK);
+	m = match_of(&f, h, 6, f.a, 0);
+	ck_assert_uint_eq(m.predicted_depth, 3);
+	ck_assert_uint_eq(m.predicted_ns, 7);
+	/* all confirmed: no time */
+	ck_assert_uint_eq(match_of(&f, h, 3, f.a, 0).predicted_ns, 0);
+	ck_assert_int_eq(statebus_predict_set_worker(f.r, f.a, STATEBUS_CACHE_SIGNAL_PREDICTED, 0),
+			 SY_OK);
+	ck_assert_uint_eq(match_of(&f, h, 6, f.a, 0).cache_signal,
+			  STATEBUS_CACHE_SIGNAL_PREDICTED);
+	fx_close(&f);
+}
+END_TEST
+
 START_TEST(test_block_stored_confirms_prediction_and_depths_split)
 {
 	struct fx f;
@@ -482,6 +508,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pushed_prediction_is_visible_after_drain_as_predicted_depth);
 	tcase_add_test(tc, test_block_stored_confirms_prediction_and_depths_split);
+	tcase_add_test(tc, test_match_reports_prediction_time_and_cache_signal);
 	tcase_add_test(tc, test_block_removed_and_clears_drop_predictions);
 	tcase_add_test(tc, test_expiry_drops_only_predictions_older_than_ttl);
 	tcase_add_test(tc, test_capacity_evicts_oldest_predictions_first);

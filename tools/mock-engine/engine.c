@@ -632,6 +632,43 @@ void mock_rank_loadstat(const struct mock_rank *rk, struct loadstat *ls)
 	};
 }
 
+/* Publishes the delayed batches due at `now` (µs), in order. */
+static void send_delayed(struct mock_rank *rk, uint64_t now)
+{
+	while (rk->dq_head != NULL && rk->dq_head->due_us <= now) {
+		struct mock_delayed *x = rk->dq_head;
+		rk->dq_head = x->next;
+		if (rk->dq_head == NULL)
+			rk->dq_tail = NULL;
+		mock_pub_send(&rk->kv, x->data, x->len);
+		free(x);
+	}
+}
+
+/* Publishes an encoded batch now, or queues a copy for now + the delay
+ * (out of memory: published now, logged). */
+static void publish_kv(struct mock_rank *rk, const char *data, size_t len, uint64_t now)
+{
+	int delay = rk->eng->cfg.kv_event_delay_ms;
+	struct mock_delayed *x = delay > 0 ? malloc(sizeof(*x) + len) : NULL;
+	if (x == NULL) {
+		if (delay > 0)
+			sy_error("rank %d: out of memory delaying a KV event batch; sent now", rk->idx);
+		send_delayed(rk, UINT64_MAX); /* keep the order */
+		mock_pub_send(&rk->kv, data, len);
+		return;
+	}
+	x->next = NULL;
+	x->due_us = now + (uint64_t)delay * 1000u;
+	x->len = len;
+	memcpy(x->data, data, len);
+	if (rk->dq_tail)
+		rk->dq_tail->next = x;
+	else
+		rk->dq_head = x;
+	rk->dq_tail = x;
+}
+
 static void flush_rank(struct mock_rank *rk, uint64_t now)
 {
 	struct mock_engine *e = rk->eng;
@@ -640,7 +677,7 @@ static void flush_rank(struct mock_rank *rk, uint64_t now)
 			msgpack_sbuffer sb;
 			msgpack_sbuffer_init(&sb);
 			if (kvev_encode(&rk->batch, sy_wall_seconds(), rk->idx, e->cfg.encoding, &sb) == 0)
-				mock_pub_send(&rk->kv, sb.data, sb.size);
+				publish_kv(rk, sb.data, sb.size, now);
 			else
 				sy_error("rank %d: out of memory encoding a KV event batch", rk->idx);
 			msgpack_sbuffer_destroy(&sb);
@@ -662,8 +699,10 @@ static void flush_rank(struct mock_rank *rk, uint64_t now)
 			rk->ls_sent = true;
 		}
 	}
-	if (rk->has_kv)
+	if (rk->has_kv) {
+		send_delayed(rk, now);
 		mock_pub_replay_poll(&rk->kv);
+	}
 }
 
 void mock_engine_tick(struct mock_engine *e)
@@ -695,6 +734,9 @@ int32_t mock_engine_wait_ms(struct mock_engine *e)
 		if (e->ranks[i].kick)
 			return 0;
 	uint64_t now = sy_mono_us(), next = mock_timers_next(&e->timers);
+	for (int i = 0; i < e->cfg.dp_size; i++)
+		if (e->ranks[i].dq_head != NULL && e->ranks[i].dq_head->due_us < next)
+			next = e->ranks[i].dq_head->due_us;
 	int32_t cap = 100;
 	if (next == UINT64_MAX)
 		return cap;
@@ -723,6 +765,8 @@ void mock_engine_restart_events(struct mock_engine *e, bool sentinel, bool keep_
 	for (int i = 0; i < e->cfg.dp_size; i++) {
 		struct mock_rank *rk = &e->ranks[i];
 		flush_rank(rk, sy_mono_us()); /* events so far belong to the old stream */
+		if (rk->has_kv)
+			send_delayed(rk, UINT64_MAX);
 		if (!keep_cache)
 			(void)mock_cache_clear(rk->cache, NULL);
 		if (rk->has_kv)
@@ -813,6 +857,8 @@ void mock_engine_shutdown(struct mock_engine *e)
 	for (int i = 0; i < e->cfg.dp_size; i++) {
 		struct mock_rank *rk = &e->ranks[i];
 		flush_rank(rk, sy_mono_us());
+		if (rk->has_kv)
+			send_delayed(rk, UINT64_MAX);
 		if (rk->replay_watch)
 			h2o_socket_close(rk->replay_watch); /* closes the dup, not zmq's fd */
 		if (rk->has_kv) {

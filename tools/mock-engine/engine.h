@@ -79,6 +79,8 @@ struct mock_config {
 	unsigned skip_seq_every;     /* 0 = off */
 	uint64_t seed;
 	int load_interval_ms;        /* idle LoadStat resend (1000) */
+	int kv_event_delay_ms;       /* KV-event batches published this long after
+	                                the step that made them (0 = at once) */
 	size_t max_body_bytes;       /* larger request bodies: 413 (64 MiB) */
 	int engine;                  /* enum mock_engine_kind */
 	const char *lora[MOCK_MAX_LORA]; /* vLLM LoRA adapter names served */
@@ -97,11 +99,22 @@ struct mock_faults {
 struct mreq;
 struct pd_lookup;
 
+/* One encoded KV-event batch waiting for its publish time
+ * (--kv-event-delay-ms); owned by its rank's queue. */
+struct mock_delayed {
+	struct mock_delayed *next;
+	uint64_t due_us;             /* CLOCK_MONOTONIC µs */
+	size_t len;
+	char data[];
+};
+
 struct mock_rank {
 	int idx;
 	struct mock_engine *eng;
 	struct mock_cache *cache;
 	struct kvev_batch batch;      /* events of the current step */
+	struct mock_delayed *dq_head, *dq_tail; /* encoded batches not yet published,
+					 oldest first (--kv-event-delay-ms) */
 	bool has_kv, has_load;
 	struct mock_pub kv, load;
 	h2o_socket_t *replay_watch;   /* dup of the ROUTER's ZMQ_FD in the loop */

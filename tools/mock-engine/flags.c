@@ -39,6 +39,7 @@ static const char usage[] =
 	"  --stall-ms N                 delay before a request is queued (0)\n"
 	"  --drop-after-tokens N        cut the connection after N streamed tokens (0 = off)\n"
 	"  --skip-seq-every N           leave every N-th KV batch off the PUB (0 = off)\n"
+	"  --kv-event-delay-ms N        publish each KV batch N ms after its step (0)\n"
 	"  --seed N                     seed of the fault RNG\n"
 	"  --request-log FILE           append a line per inference request as it arrives\n"
 	"                               (wall time, HTTP port, x-request-id, path)\n"
@@ -67,7 +68,7 @@ enum {
 	F_HOST = 256, F_PORT, F_MODEL, F_KV, F_LOAD, F_REPLAY, F_TOPIC, F_ENC, F_RFRAMES, F_RSTEPS,
 	F_MEDIUM, F_DP, F_BS, F_CACHE, F_TOK, F_TOKPATH, F_MAXRUN, F_PREFILL, F_DECODE, F_MAXTOK,
 	F_PD, F_BPORT, F_PDTO, F_SPEC, F_FAIL, F_STALL, F_DROP, F_SKIP, F_SEED, F_LOADINT, F_MAXBODY, F_LOG,
-	F_ENGINE, F_LORA, F_REQLOG, F_HELP, F_VERSION,
+	F_ENGINE, F_LORA, F_REQLOG, F_HELP, F_VERSION, F_KVDELAY,
 };
 
 static const struct option opts[] = {
@@ -83,7 +84,7 @@ static const struct option opts[] = {
 	{"disaggregation-mode", 1, 0, F_PD}, {"disaggregation-bootstrap-port", 1, 0, F_BPORT},
 	{"pd-timeout-ms", 1, 0, F_PDTO}, {"speculative-algorithm", 1, 0, F_SPEC},
 	{"fail-rate", 1, 0, F_FAIL}, {"stall-ms", 1, 0, F_STALL},
-	{"drop-after-tokens", 1, 0, F_DROP}, {"skip-seq-every", 1, 0, F_SKIP}, {"seed", 1, 0, F_SEED},
+	{"drop-after-tokens", 1, 0, F_DROP}, {"kv-event-delay-ms", 1, 0, F_KVDELAY}, {"skip-seq-every", 1, 0, F_SKIP}, {"seed", 1, 0, F_SEED},
 	{"load-interval-ms", 1, 0, F_LOADINT}, {"max-body-bytes", 1, 0, F_MAXBODY}, {"log-level", 1, 0, F_LOG},
 	{"engine", 1, 0, F_ENGINE}, {"lora-modules", 1, 0, F_LORA}, {"request-log", 1, 0, F_REQLOG},
 	{"help", 0, 0, F_HELP},
@@ -175,6 +176,7 @@ int mock_flags_parse(struct mock_config *c, int argc, char **argv, const char **
 		case F_STALL: NUM(0, 3600000); c->stall_ms = (int)v; break;
 		case F_DROP: NUM(0, 1000000); c->drop_after_tokens = (int)v; break;
 		case F_SKIP: NUM(0, 1000000000); c->skip_seq_every = (unsigned)v; break;
+		case F_KVDELAY: NUM(0, 600000); c->kv_event_delay_ms = (int)v; break;
 		case F_SEED: NUM(0, INT64_MAX); c->seed = (uint64_t)v; break;
 		case F_LOADINT: NUM(10, 60000); c->load_interval_ms = (int)v; break;
 		case F_MAXBODY: NUM(1024, 1 << 30); c->max_body_bytes = (size_t)v; break;

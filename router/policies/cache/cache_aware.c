@@ -9,7 +9,8 @@
  *     signal. A local entry missing at pick time is looked up now; an
  *     indexer entry missing reads as unavailable (a miss).
  *  2. Candidates: exact matches of a candidate (local: slot + generation;
- *     indexer: its ID string) with depth blocks > 0;
+ *     indexer: its ID string) with depth blocks > 0, blocks held only by
+ *     a prediction weighted (cache_aware_weighted_blocks);
  *     matched = input × blocks / query_blocks, uncached = input − matched;
  *     keep matched ≥ min_matched_tokens and, when set, matched / input ≥
  *     min_match_ratio. Sort by (uncached ↑, prefill pressure of §3, ID) and
@@ -98,6 +99,29 @@ void cache_aware_params_default(struct cache_aware_params *p)
 	p->pressure_abs_tokens = CACHE_AWARE_PRESSURE_ABS_TOKENS;
 	p->pressure_abs_ms = -1;
 	p->pressure_rel = CACHE_AWARE_PRESSURE_REL;
+	p->predicted_weight = CACHE_AWARE_PREDICTED_WEIGHT;
+	p->predicted_window_ms = CACHE_AWARE_PREDICTED_WINDOW_MS;
+	p->predicted_half_life_ms = CACHE_AWARE_PREDICTED_HALF_LIFE_MS;
+}
+
+uint32_t cache_aware_weighted_blocks(const struct cache_aware_params *cp, uint32_t blocks,
+				     uint32_t predicted, uint32_t age_ms)
+{
+	if (predicted > blocks)
+		predicted = blocks;
+	if (predicted == 0)
+		return blocks;
+	double w = cp->predicted_weight;
+	if (age_ms > cp->predicted_window_ms) {
+		uint32_t past = age_ms - cp->predicted_window_ms;
+		w = cp->predicted_half_life_ms == 0
+			    ? 0.0
+			    : w * exp2(-(double)past / (double)cp->predicted_half_life_ms);
+	}
+	/* the tolerance keeps 0.5 × 8 at 4 */
+	double x = floor((double)predicted * w + 1e-9);
+	uint32_t kept = x <= 0 ? 0 : x >= (double)predicted ? predicted : (uint32_t)x;
+	return blocks - predicted + kept;
 }
 
 uint32_t cache_aware_candidate_limit(const struct cache_aware_params *cp, size_t n)
@@ -142,7 +166,7 @@ int cache_aware_configure(struct policy *p, const struct cache_aware_params *cp,
 	      cp->saturation_queue_floor > cp->worker_queue_limit)) ||
 	    !(cp->pressure_rel > 1.0) || !(cp->candidate_ratio > 0) ||
 	    cp->candidate_min_workers > cp->candidate_max_workers || cp->min_load_choices == 0 ||
-	    cp->worker_queue_limit == 0)
+	    cp->worker_queue_limit == 0 || !(cp->predicted_weight >= 0 && cp->predicted_weight <= 1))
 		return SY_EINVAL;
 	s->prm = *cp;
 	s->src = src != NULL ? src : &s->local;
@@ -299,7 +323,17 @@ static enum pick_outcome ca_pick(struct policy *p, struct pick_ctx *ctx, struct 
 		uint64_t input = m->input_tokens;
 		for (size_t i = 0; i < n; i++) {
 			const struct engine_candidate *c = &ctx->cands[i];
-			uint32_t blocks = prefix_entry_depth(e, c->slot, c->generation, c->id);
+			const struct prefix_depth *d =
+				prefix_entry_find(e, c->slot, c->generation, c->id);
+			if (d == NULL)
+				continue;
+			uint32_t blocks =
+				d->predicted == 0
+					? d->blocks
+					: cache_aware_weighted_blocks(prm, d->blocks, d->predicted,
+								      d->approximate
+									      ? 0
+									      : d->predicted_age_ms);
 			if (blocks == 0)
 				continue;
 			uint64_t matched =

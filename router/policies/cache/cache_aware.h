@@ -26,6 +26,10 @@
 #define CACHE_AWARE_MIN_LOAD_CHOICES 2u
 #define CACHE_AWARE_PRESSURE_ABS_TOKENS 1024u
 #define CACHE_AWARE_PRESSURE_REL 1.5
+/* Predicted blocks (switchyard's; the reference has no predictions). */
+#define CACHE_AWARE_PREDICTED_WEIGHT 1.0
+#define CACHE_AWARE_PREDICTED_WINDOW_MS 2000u
+#define CACHE_AWARE_PREDICTED_HALF_LIFE_MS 1000u
 
 /* Parameters; "unset" values are negative. */
 struct cache_aware_params {
@@ -42,6 +46,17 @@ struct cache_aware_params {
 	uint64_t pressure_abs_tokens;    /* tokens */
 	double pressure_abs_ms;          /* ms; < 0 unset */
 	double pressure_rel;             /* > 1 */
+	/* Blocks a worker holds only by prediction (prefix_depth.predicted:
+	 * dispatched there, no KV event yet) count predicted_weight each while
+	 * their last prediction is at most predicted_window_ms old (the event
+	 * latency: prefill plus publish delay), then the weight halves every
+	 * predicted_half_life_ms (0: they stop counting after the window).
+	 * Approximate-mode workers' predictions (no KV events will confirm
+	 * them) count predicted_weight each, whatever their age: weight 0
+	 * ignores predictions altogether. */
+	double predicted_weight;         /* 0..1; default 1 (like a device block) */
+	uint32_t predicted_window_ms;    /* ms; default 2000 */
+	uint32_t predicted_half_life_ms; /* ms; default 1000 */
 };
 
 /* Decision labels of switchyard_cache_aware_decisions_total. */
@@ -76,7 +91,8 @@ void cache_aware_params_default(struct cache_aware_params *p);
  * borrowed, owned by the generation; NULL = the instance's local source).
  * Errors: SY_EINVAL (not a cache_aware instance, or parameters outside
  * their constraints: floor without limit or above it, rel ≤ 1, ratio ≤ 0,
- * min workers > max workers, min_load_choices 0). */
+ * min workers > max workers, min_load_choices 0, predicted_weight outside
+ * 0..1). */
 int cache_aware_configure(struct policy *p, const struct cache_aware_params *cp,
 			  struct cache_source *src);
 
@@ -85,6 +101,14 @@ struct cache_source *cache_aware_source(const struct policy *p);
 
 /* The instance's counters (NULL when p is not cache_aware). */
 const struct cache_aware_stats *cache_aware_get_stats(const struct policy *p);
+
+/* Blocks a pick counts for a depth of `blocks` of which `predicted` are
+ * held only by a prediction last made `age_ms` ago: (blocks − predicted) +
+ * ⌊predicted × weight × 0.5^(max(0, age − window) / half_life)⌋ (half_life
+ * 0: the predicted part is 0 past the window). predicted > blocks counts
+ * as blocks. */
+uint32_t cache_aware_weighted_blocks(const struct cache_aware_params *cp, uint32_t blocks,
+				     uint32_t predicted, uint32_t age_ms);
 
 /* Candidate bound of §2: min(n, max, max(min, ceil(ratio × n))). */
 uint32_t cache_aware_candidate_limit(const struct cache_aware_params *cp, size_t n);

@@ -353,8 +353,13 @@ static void keep_deepest(struct prefix_memo_entry *e, bool by_url)
 		struct prefix_depth *p = w > 0 ? &e->depths[w - 1] : NULL;
 		if (p != NULL && (by_url ? strcmp(p->url, d->url) == 0
 					 : p->slot == d->slot && p->generation == d->generation)) {
-			if (d->blocks > p->blocks)
-				p->blocks = d->blocks;
+			/* the deepest; of equal depths, the least predicted */
+			if (d->blocks > p->blocks ||
+			    (d->blocks == p->blocks && d->predicted < p->predicted)) {
+				const char *url = p->url;
+				*p = *d;
+				p->url = url;
+			}
 			continue;
 		}
 		e->depths[w++] = *d;
@@ -367,7 +372,89 @@ static uint32_t cap_blocks(uint64_t d, size_t q)
 	return (uint32_t)(d < q ? d : q);
 }
 
-/* Local: statebus_index_match, max over ranks per (slot, generation). */
+/* The weighted part of d (blocks already set): predicted_depth blocks past
+ * the confirmed prefix, its age, and whether the worker is in approximate
+ * mode (its predictions are its cache model: they do not decay). */
+static void set_predicted(struct prefix_depth *d, bool approximate, uint32_t predicted_depth,
+			  uint64_t age_ms)
+{
+	d->approximate = approximate;
+	d->predicted = predicted_depth < d->blocks ? predicted_depth : d->blocks;
+	d->predicted_age_ms = age_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)age_ms;
+}
+
+/* ---- this process's predictions not yet applied by the statebus ---------- */
+
+/* Process-local, single-threaded (one per router worker process). */
+struct pending_prediction {
+	bool used;
+	uint32_t slot, generation, n;
+	uint64_t pos;                  /* ring position after the push */
+	uint64_t at_ns;                /* CLOCK_MONOTONIC of the push */
+	int64_t ids[STATEBUS_PREDICT_CHAIN_MAX];
+};
+static struct pending_prediction pending[PREFIX_PENDING_MAX];
+static uint32_t pending_next;
+
+void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, size_t n,
+			uint64_t pos, uint64_t now_ns)
+{
+	if (n == 0 || ids == NULL)
+		return;
+	struct pending_prediction *p = &pending[pending_next];
+	pending_next = (pending_next + 1) % PREFIX_PENDING_MAX;
+	p->used = true;
+	p->slot = slot;
+	p->generation = generation;
+	p->pos = pos;
+	p->at_ns = now_ns;
+	p->n = (uint32_t)(n < STATEBUS_PREDICT_CHAIN_MAX ? n : STATEBUS_PREDICT_CHAIN_MAX);
+	memcpy(p->ids, ids, p->n * sizeof(*ids));
+}
+
+void prefix_pending_clear(void)
+{
+	memset(pending, 0, sizeof(pending));
+	pending_next = 0;
+}
+
+/* Appends to e the predictions of this process (proc slot `proc`) that the
+ * statebus has not applied yet and that share a prefix with the request's
+ * chain (depth = the common prefix, all of it predicted, age 0); forgets
+ * the applied ones and those older than PREFIX_PENDING_MAX_AGE_MS (no
+ * statebus draining). e->depths must have room for PREFIX_PENDING_MAX
+ * more. */
+static void add_pending(struct prefix_memo *m, struct prefix_memo_entry *e,
+			struct statebus_region *r, uint32_t proc, uint64_t now_ns)
+{
+	for (uint32_t i = 0; i < PREFIX_PENDING_MAX; i++) {
+		struct pending_prediction *p = &pending[i];
+		if (!p->used)
+			continue;
+		if (statebus_predict_applied(r, proc, p->pos) ||
+		    now_ns - p->at_ns > (uint64_t)PREFIX_PENDING_MAX_AGE_MS * 1000000u) {
+			p->used = false;
+			continue;
+		}
+		uint32_t k = 0, lim = p->n < m->n_ids ? p->n : (uint32_t)m->n_ids;
+		while (k < lim && p->ids[k] == m->ids[k])
+			k++;
+		if (k == 0)
+			continue;
+		struct statebus_predict_worker pw;
+		bool approximate = statebus_predict_worker_read(r, p->slot, &pw) == SY_OK &&
+				   pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED;
+		struct prefix_depth *d = &e->depths[e->n_depths++];
+		d->slot = p->slot;
+		d->generation = p->generation;
+		d->url = NULL;
+		d->blocks = k;
+		set_predicted(d, approximate, k, (now_ns - p->at_ns) / 1000000u);
+	}
+}
+
+/* Local: statebus_index_match, max over ranks per (slot, generation), and
+ * this process's predictions still on their way to the index. */
 static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 			struct statebus_region *r)
 {
@@ -389,10 +476,11 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		m->cap_scratch = cap;
 	}
 	int n = statebus_index_match(r, m->ids, m->n_ids, m->scratch, m->cap_scratch);
-	if (n <= 0)
-		return SY_OK;
-	if (ensure_depths(e, (size_t)n) != SY_OK)
+	if (n < 0)
+		n = 0;
+	if (ensure_depths(e, (size_t)n + PREFIX_PENDING_MAX) != SY_OK)
 		return SY_ENOMEM;
+	uint64_t now = sy_mono_ns();
 	for (int i = 0; i < n; i++) {
 		const struct statebus_index_match *x = &m->scratch[i];
 		struct prefix_depth *d = &e->depths[e->n_depths++];
@@ -400,7 +488,13 @@ static int lookup_local(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->generation = x->worker_gen;
 		d->url = NULL;
 		d->blocks = cap_blocks(x->depth, m->n_ids);
+		uint64_t age = x->predicted_ns != 0 && now > x->predicted_ns
+				       ? (now - x->predicted_ns) / 1000000u
+				       : 0;
+		set_predicted(d, x->cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED,
+			      x->predicted_depth, age);
 	}
+	add_pending(m, e, r, (uint32_t)statebus_proc_self(r), now);
 	if (e->n_depths <= 32) {
 		/* a few owners (the usual case): stable insertion sort, no qsort call */
 		for (uint32_t a = 1; a < e->n_depths; a++) {
@@ -468,6 +562,8 @@ static int store_reply(struct prefix_memo *m, struct prefix_memo_entry *e,
 		d->generation = 0;
 		d->url = u;
 		d->blocks = cap_blocks(x->depth, q);
+		set_predicted(d, x->approximate, x->has_predicted ? x->predicted_depth : 0,
+			      x->predicted_age_ms);
 	}
 	qsort(e->depths, e->n_depths, sizeof(*e->depths), cmp_url);
 	keep_deepest(e, true);
@@ -693,7 +789,7 @@ static int indexer_send(struct prefix_memo *m, struct prefix_memo_entry *e,
 	}
 	uint64_t id = ++s->next_id;
 	if (statebus_query_encode_request(&s->out, id, req->model.ptr, req->model.len,
-					  m->block_size, m->bigram, m->ids, m->n_ids) != SY_OK)
+					  m->block_size, m->bigram, m->ids, m->n_ids, true) != SY_OK)
 		return SY_ENOMEM;
 	if (s->out.len > STATEBUS_QUERY_MAX_BYTES) {
 		unavailable(e, PREFIX_WHY_TOO_LARGE);
@@ -799,9 +895,16 @@ const struct prefix_memo_entry *prefix_memo_ask(struct prefix_memo *m, struct ca
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
 			    const char *id)
 {
+	const struct prefix_depth *d = prefix_entry_find(e, slot, generation, id);
+	return d != NULL ? d->blocks : 0;
+}
+
+const struct prefix_depth *prefix_entry_find(const struct prefix_memo_entry *e, uint32_t slot,
+					     uint32_t generation, const char *id)
+{
 	size_t lo = 0, hi = e->n_depths;
 	if (e->status != PREFIX_FOUND)
-		return 0;
+		return NULL;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		const struct prefix_depth *d = &e->depths[mid];
@@ -811,13 +914,13 @@ uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, ui
 		else
 			c = d->slot < slot ? -1 : d->slot > slot ? 1 : 0;
 		if (c == 0)
-			return d->url != NULL || d->generation == generation ? d->blocks : 0;
+			return d->url != NULL || d->generation == generation ? d : NULL;
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return 0;
+	return NULL;
 }
 
 /* ---- fill -------------------------------------------------------------------- */

@@ -207,6 +207,14 @@ struct prefix_depth {
 	const char *url;      /* indexer: worker URL (NUL-terminated, in the
 				 entry's name buffer); local: NULL */
 	uint32_t blocks;      /* max over DP ranks, ≤ query_blocks, ≥ 1 */
+	uint32_t predicted;   /* of `blocks`, those past the engine-confirmed
+				 prefix that only a prediction holds, ≤ blocks
+				 (0 from an indexer that sent no predicted
+				 fields: its depth counts them as held) */
+	bool approximate;     /* the worker has no KV events: predictions are
+				 its only cache signal (approximate mode) */
+	uint32_t predicted_age_ms; /* age of the deepest predicted block's last
+				 prediction at lookup, ms (0 when predicted 0) */
 };
 
 struct prefix_memo_entry {
@@ -318,9 +326,32 @@ int prefix_memo_put_status(struct prefix_memo *m, uint32_t key, enum prefix_stat
 			   enum prefix_unavailable why);
 
 /* Depth (blocks) of candidate (slot, generation, id) in entry e, 0 when
- * absent. */
+ * absent. prefix_entry_find: its whole depth record (borrowed from e),
+ * NULL when absent. */
 uint32_t prefix_entry_depth(const struct prefix_memo_entry *e, uint32_t slot, uint32_t generation,
 			    const char *id);
+const struct prefix_depth *prefix_entry_find(const struct prefix_memo_entry *e, uint32_t slot,
+					     uint32_t generation, const char *id);
+
+/* This process's predictions on their way to the index (the prediction
+ * ring is drained every statebus.prediction_drain_ms): picks on the same
+ * event loop right after a dispatch must already see it, or a burst on a
+ * new prefix spreads before the statebus applied the first prediction.
+ * prefix_pending_add records that this process pushed chain ids[0..n)
+ * (the first STATEBUS_PREDICT_CHAIN_MAX kept, copied) for worker (slot,
+ * generation), its ring at `pos` after the push (statebus_predict_ring_pos).
+ * Until statebus_predict_applied says the statebus consumed the ring up to
+ * pos — and at most PREFIX_PENDING_MAX_AGE_MS after now_ns (CLOCK_MONOTONIC
+ * of the push), so that nothing lingers while no statebus drains —, local
+ * lookups add the common prefix with the request's chain as that worker's
+ * predicted depth (aged from now_ns). Process-local, single-threaded;
+ * PREFIX_PENDING_MAX entries, the oldest replaced. prefix_pending_clear:
+ * forgets them all (tests). */
+#define PREFIX_PENDING_MAX 32u
+#define PREFIX_PENDING_MAX_AGE_MS 1000u
+void prefix_pending_add(uint32_t slot, uint32_t generation, const int64_t *ids, size_t n,
+			uint64_t pos, uint64_t now_ns);
+void prefix_pending_clear(void);
 
 /* How prefix_memo_fill() treats indexer sources. */
 enum prefix_fill_mode {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "router/core/generation.h"
 #include "router/policies/cache/cache_aware.h"
@@ -164,6 +165,110 @@ START_TEST(test_scenario14_remote_urls_max_of_duplicates_capped_exact_match)
 	ck_assert_str_eq(out.reason, "cache_candidate");
 	policy_destroy(&p);
 	cache_source_close(&src);
+	prefix_memo_free(&t.memo);
+}
+END_TEST
+
+/* ---- predicted blocks: weight and decay --------------------------------------- */
+
+START_TEST(test_weighted_blocks_window_then_half_life)
+{
+	struct cache_aware_params cp;
+	cache_aware_params_default(&cp);
+	ck_assert(cp.predicted_weight == 1.0);
+	ck_assert_uint_eq(cp.predicted_window_ms, 2000);
+	ck_assert_uint_eq(cp.predicted_half_life_ms, 1000);
+	/* 10 blocks, the last 6 predicted only */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 0, 99999), 10);
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 0), 10);
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 2000), 10); /* window end */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 3000), 7);  /* 4 + 6 × 0.5 */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 4000), 5);  /* 4 + ⌊1.5⌋ */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 30000), 4); /* confirmed only */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 6, 6, 30000), 0);
+	cp.predicted_weight = 0.5;
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 500), 7);  /* 4 + 6 × 0.5 */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 3000), 5); /* 4 + ⌊1.5⌋ */
+	cp.predicted_weight = 0;
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 0), 4);
+	cp.predicted_weight = 1;
+	cp.predicted_half_life_ms = 0; /* stop counting after the window */
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 2000), 10);
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 10, 6, 2001), 4);
+	ck_assert_uint_eq(cache_aware_weighted_blocks(&cp, 3, 9, 5000), 0); /* predicted ≤ blocks */
+	cp.predicted_weight = 1.5;
+	struct policy p;
+	const char *why = NULL;
+	ck_assert_int_eq(policy_init(&p, POLICY_CACHE_AWARE, STAGE_PLAIN, NULL, 2, &why), SY_OK);
+	ck_assert_int_eq(cache_aware_configure(&p, &cp, NULL), SY_EINVAL);
+	policy_destroy(&p);
+}
+END_TEST
+
+/* A worker holding 4 confirmed blocks against one predicted to hold all 8:
+ * a fresh prediction wins, a stale one has decayed, and an approximate-mode
+ * worker's predictions count whatever their age (weighted). */
+START_TEST(test_predicted_depth_wins_fresh_decays_stale_approximate_kept)
+{
+	struct t_req t;
+	t_req_init(&t, toks8, 8, 1);
+	uint32_t conf = rfx_worker(&fx, "http://confirmed", "m", STATEBUS_WORKER_PLAIN, true);
+	uint32_t pred = rfx_worker(&fx, "http://predicted", "m", STATEBUS_WORKER_PLAIN, true);
+	hold(&t, conf, 4);
+	ck_assert_int_eq(statebus_predict_set_worker(fx.r, pred, STATEBUS_CACHE_SIGNAL_EVENTS, 0),
+			 SY_OK);
+	uint64_t now = sy_mono_ns();
+	ck_assert_int_eq(statebus_index_predict(fx.r, pred, rfx_gen(&fx, pred), 0, t.memo.ids, 8,
+						now),
+			 SY_OK);
+	struct engine_candidate c[2] = {rfx_cand(&fx, conf, "http://confirmed"),
+					rfx_cand(&fx, pred, "http://predicted")};
+	struct cache_aware_params cp;
+	cache_aware_params_default(&cp);
+	cp.min_matched_tokens = 1;
+	cp.switch_margin_tokens = 0;
+	struct policy p;
+	struct pick out;
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://predicted"); /* 8 blocks within the window */
+	const struct prefix_depth *d =
+		prefix_entry_find(&t.memo.entries[0], pred, rfx_gen(&fx, pred), NULL);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->blocks, 8);
+	ck_assert_uint_eq(d->predicted, 8);
+	ck_assert_uint_lt(d->predicted_age_ms, cp.predicted_window_ms);
+	policy_destroy(&p);
+
+	/* weight 0.25: 8 × 0.25 = 2 < 4 confirmed */
+	cp.predicted_weight = 0.25;
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://confirmed");
+	policy_destroy(&p);
+	cp.predicted_weight = 1;
+
+	/* the same prediction 10 s old: 8 × 0.5^8 → 0 blocks */
+	ck_assert_int_eq(statebus_index_predict(fx.r, pred, rfx_gen(&fx, pred), 0, t.memo.ids, 8,
+						now - 10 * UINT64_C(1000000000)),
+			 SY_OK);
+	prefix_memo_reset(&t.memo);
+	ck_assert_int_eq(prefix_memo_chain(&t.memo, &t.req, 1, false), PREFIX_FOUND);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://confirmed");
+	policy_destroy(&p);
+
+	/* approximate mode: predictions are the cache model, no decay */
+	ck_assert_int_eq(
+		statebus_predict_set_worker(fx.r, pred, STATEBUS_CACHE_SIGNAL_PREDICTED, 0), SY_OK);
+	prefix_memo_reset(&t.memo);
+	ck_assert_int_eq(prefix_memo_chain(&t.memo, &t.req, 1, false), PREFIX_FOUND);
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://predicted");
+	policy_destroy(&p);
+	/* ... but weighted: weight 0 ignores predictions */
+	cp.predicted_weight = 0;
+	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &t, c, 2, &out), PICK_OK);
+	ck_assert_str_eq(out.worker->id, "http://confirmed");
+	policy_destroy(&p);
 	prefix_memo_free(&t.memo);
 }
 END_TEST
@@ -513,6 +618,10 @@ START_TEST(test_config_flags_follow_the_naming_rule)
 					       sizeof(key)),
 			 SY_OK);
 	ck_assert_str_eq(key, "policy.disable_pressure_guard");
+	ck_assert_int_eq(sy_config_flag_to_key("router", "--cache-predicted-half-life-ms", key,
+					       sizeof(key)),
+			 SY_OK);
+	ck_assert_str_eq(key, "policy.cache_predicted_half_life_ms");
 }
 END_TEST
 
@@ -551,6 +660,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_scenario19_margin_1_guard_switches_to_shallow);
 	tcase_add_test(tc, test_scenario19_stale_shallow_disables_guard_keeps_deep);
 	tcase_add_test(tc, test_candidate_limit_follows_the_reference_table);
+	tcase_add_test(tc, test_weighted_blocks_window_then_half_life);
+	tcase_add_test(tc, test_predicted_depth_wins_fresh_decays_stale_approximate_kept);
 	tcase_add_test(tc, test_rejected_source_is_invalid_signal);
 	tcase_add_test(tc, test_indexer_entry_missing_at_pick_is_a_miss_never_a_wait);
 	tcase_add_test(tc, test_decode_stage_pick_is_invalid_configuration);

@@ -207,6 +207,67 @@ START_TEST(test_local_source_max_over_ranks_capped_and_generation_checked)
 }
 END_TEST
 
+/* A prediction this process pushed counts before the statebus applied it,
+ * and is forgotten once applied (the index answers from then on). */
+START_TEST(test_local_source_counts_own_pending_predictions_until_applied)
+{
+	prefix_pending_clear();
+	struct prefix_memo m;
+	prefix_memo_init(&m, NULL);
+	struct pick_request req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	uint32_t a = kv_worker("http://a", 1, 1);
+	uint32_t b = kv_worker("http://b", 1, 1);
+	hold_rank(m.ids, b, 0, 3);
+	struct statebus_prediction pr = {.worker = a, .worker_gen = rfx_gen(&fx, a),
+					 .now_ns = sy_mono_ns()};
+	/* the first 6 blocks of the request's chain, then another branch */
+	int64_t chain[7];
+	memcpy(chain, m.ids, 6 * sizeof(*chain));
+	chain[6] = 424242;
+	ck_assert_int_eq(statebus_predict_push(fx.r, fx.proc, &pr, chain, 7), SY_OK);
+	prefix_pending_add(a, pr.worker_gen, chain, 7, statebus_predict_ring_pos(fx.r, fx.proc),
+			   sy_mono_ns());
+	ck_assert(!statebus_predict_applied(fx.r, fx.proc, statebus_predict_ring_pos(fx.r, fx.proc)));
+	struct cache_source local;
+	cache_source_init_local(&local);
+	const struct prefix_memo_entry *e = prefix_memo_lookup(&m, &local, fx.r, &req, false);
+	ck_assert_uint_eq(e->n_depths, 2);
+	const struct prefix_depth *d = prefix_entry_find(e, a, pr.worker_gen, NULL);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->blocks, 6);
+	ck_assert_uint_eq(d->predicted, 6);
+	ck_assert_uint_lt(d->predicted_age_ms, PREFIX_PENDING_MAX_AGE_MS);
+	ck_assert_uint_eq(prefix_entry_depth(e, b, rfx_gen(&fx, b), NULL), 3);
+	/* one pushed longer ago than the bound (no statebus draining) is dropped */
+	prefix_pending_add(b, rfx_gen(&fx, b), m.ids, 8, statebus_predict_ring_pos(fx.r, fx.proc),
+			   sy_mono_ns() - (PREFIX_PENDING_MAX_AGE_MS + 1) * UINT64_C(1000000));
+	struct prefix_memo m2;
+	prefix_memo_init(&m2, NULL);
+	struct pick_request req2 = req_of(&m2, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m2, &req2, 1, false), PREFIX_FOUND);
+	const struct prefix_memo_entry *e2 = prefix_memo_lookup(&m2, &local, fx.r, &req2, false);
+	ck_assert_uint_eq(prefix_entry_depth(e2, b, rfx_gen(&fx, b), NULL), 3);
+	prefix_memo_free(&m2);
+
+	/* applied: the index holds it; the pending copy is forgotten */
+	ck_assert_int_eq(statebus_predict_drain(fx.r, sy_mono_ns(), 64), 1);
+	ck_assert(statebus_predict_applied(fx.r, fx.proc, statebus_predict_ring_pos(fx.r, fx.proc)));
+	prefix_memo_reset(&m);
+	req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	e = prefix_memo_lookup(&m, &local, fx.r, &req, false);
+	ck_assert_uint_eq(prefix_entry_depth(e, a, pr.worker_gen, NULL), 6);
+	ck_assert_int_eq(statebus_index_clear_worker(fx.r, a), SY_OK);
+	prefix_memo_reset(&m);
+	req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	e = prefix_memo_lookup(&m, &local, fx.r, &req, false);
+	ck_assert_uint_eq(prefix_entry_depth(e, a, pr.worker_gen, NULL), 0);
+	prefix_memo_free(&m);
+}
+END_TEST
+
 START_TEST(test_no_token_ids_or_block_size_is_no_chain)
 {
 	struct prefix_memo m;
@@ -340,6 +401,121 @@ START_TEST(test_remote_source_answers_per_url_depths_from_a_real_server)
 	cache_source_close(&src);
 	srv_stop(&s);
 	prefix_memo_free(&m);
+}
+END_TEST
+
+/* Predicted depth on the wire: a router asking "predicted" gets the
+ * predicted part, its age and the worker's mode; a protocol-1 request
+ * without the key gets three-field matches whose depth counts the
+ * prediction, as before. */
+START_TEST(test_remote_source_carries_predicted_depth_and_old_askers_keep_three_fields)
+{
+	uint32_t a = kv_worker("http://a", 1, 1);
+	struct prefix_memo m;
+	prefix_memo_init(&m, NULL);
+	struct pick_request req = req_of(&m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	hold_rank(m.ids, a, 0, 2);
+	ck_assert_int_eq(statebus_predict_set_worker(fx.r, a, STATEBUS_CACHE_SIGNAL_EVENTS, 0),
+			 SY_OK);
+	ck_assert_int_eq(statebus_index_predict(fx.r, a, rfx_gen(&fx, a), 0, m.ids, 8,
+						sy_mono_ns() - 500 * UINT64_C(1000000)),
+			 SY_OK);
+	struct srv s;
+	srv_start(&s, SRV_ANSWER);
+	struct cache_source src;
+	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	const struct prefix_memo_entry *e = remote_lookup(&m, &src, &req);
+	ck_assert_int_eq(e->status, PREFIX_FOUND);
+	ck_assert_uint_eq(e->n_depths, 1);
+	ck_assert_uint_eq(e->depths[0].blocks, 8);
+	ck_assert_uint_eq(e->depths[0].predicted, 6);
+	ck_assert_uint_ge(e->depths[0].predicted_age_ms, 500);
+	ck_assert_uint_lt(e->depths[0].predicted_age_ms, 60000);
+	cache_source_close(&src);
+	srv_stop(&s);
+
+	/* the same server answering an old-style request (no "predicted") */
+	struct statebus_query_server qs;
+	ck_assert_int_eq(statebus_query_server_init(&qs), SY_OK);
+	struct statebus_query_buf b = {0};
+	for (int want = 0; want < 2; want++) {
+		ck_assert_int_eq(statebus_query_encode_request(&b, 5, "m", 1, 1, false, m.ids, 8,
+							       want == 1),
+				 SY_OK);
+		ck_assert_int_eq(statebus_query_answer(&qs, fx.r, b.buf, b.len, false), SY_OK);
+		struct statebus_query_match mt[4];
+		struct statebus_query_reply rep = {.matches = mt};
+		ck_assert_int_eq(statebus_query_decode_reply(qs.out.buf, qs.out.len, &rep, 4),
+				 SY_OK);
+		ck_assert_uint_eq(rep.n_matches, 1);
+		ck_assert_uint_eq(mt[0].depth, 8);
+		ck_assert(mt[0].has_predicted == (want == 1));
+		ck_assert_uint_eq(mt[0].predicted_depth, want == 1 ? 6 : 0);
+		ck_assert(!mt[0].approximate);
+	}
+	/* approximate mode is reported as such */
+	ck_assert_int_eq(statebus_predict_set_worker(fx.r, a, STATEBUS_CACHE_SIGNAL_PREDICTED, 0),
+			 SY_OK);
+	ck_assert_int_eq(statebus_query_answer(&qs, fx.r, b.buf, b.len, false), SY_OK);
+	struct statebus_query_match mt[4];
+	struct statebus_query_reply rep = {.matches = mt};
+	ck_assert_int_eq(statebus_query_decode_reply(qs.out.buf, qs.out.len, &rep, 4), SY_OK);
+	ck_assert(mt[0].approximate);
+	free(b.buf);
+	statebus_query_server_free(&qs);
+	prefix_memo_free(&m);
+}
+END_TEST
+
+START_TEST(test_query_reply_match_fields_three_six_or_more)
+{
+	struct statebus_query_buf b = {0};
+	struct statebus_query_match mt[4];
+	struct statebus_query_reply rep = {.matches = mt};
+	ck_assert_int_eq(statebus_query_begin_reply(&b, 3, STATEBUS_QUERY_OK, NULL, 9, 2), SY_OK);
+	statebus_query_add_match_predicted(&b, "http://a", 8, 1, 9, 4, 1234, true);
+	statebus_query_add_match(&b, "http://b", 8, 0, 2);
+	ck_assert_int_eq(statebus_query_decode_reply(b.buf, b.len, &rep, 4), SY_OK);
+	ck_assert(mt[0].has_predicted && mt[0].approximate);
+	ck_assert_uint_eq(mt[0].depth, 9);
+	ck_assert_uint_eq(mt[0].predicted_depth, 4);
+	ck_assert_uint_eq(mt[0].predicted_age_ms, 1234);
+	ck_assert(!mt[1].has_predicted);
+	ck_assert_uint_eq(mt[1].depth, 2);
+	for (size_t cut = 0; cut < b.len; cut++)
+		ck_assert_int_ne(statebus_query_decode_reply(b.buf, cut, &rep, 4), SY_OK);
+	/* mutations never escape the frame (ASan build) */
+	uint8_t *mut = malloc(b.len);
+	uint64_t x = 7;
+	for (int k = 0; k < 20000; k++) {
+		memcpy(mut, b.buf, b.len);
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		mut[(x >> 33) % b.len] = (uint8_t)(x >> 17);
+		if (statebus_query_decode_reply(mut, b.len, &rep, 4) == SY_OK)
+			for (uint32_t j = 0; j < rep.n_matches; j++)
+				ck_assert_uint_le(mt[j].predicted_depth, mt[j].depth);
+	}
+	free(mut);
+	/* predicted beyond depth is malformed */
+	ck_assert_int_eq(statebus_query_begin_reply(&b, 3, STATEBUS_QUERY_OK, NULL, 9, 1), SY_OK);
+	statebus_query_add_match_predicted(&b, "http://a", 8, 0, 3, 4, 0, false);
+	ck_assert_int_eq(statebus_query_decode_reply(b.buf, b.len, &rep, 4), SY_EMALFORMED);
+	/* a later protocol's seventh field is skipped; fewer than three is malformed */
+	static const uint8_t seven[] = {0x84, 0xa1, 'v', 0x01, 0xa6, 's', 't', 'a', 't', 'u',
+					's', 0xa2, 'o', 'k', 0xa2, 'i', 'd', 0x07, 0xa7, 'm',
+					'a', 't', 'c', 'h', 'e', 's', 0x91, 0x97, 0xa1, 'u',
+					0x00, 0x05, 0x02, 0x10, 0xc2, 0xa1, 'x'};
+	ck_assert_int_eq(statebus_query_decode_reply(seven, sizeof(seven), &rep, 4), SY_OK);
+	ck_assert_uint_eq(rep.n_matches, 1);
+	ck_assert_uint_eq(mt[0].depth, 5);
+	ck_assert_uint_eq(mt[0].predicted_depth, 2);
+	ck_assert_uint_eq(mt[0].predicted_age_ms, 16);
+	static const uint8_t two[] = {0x83, 0xa1, 'v', 0x01, 0xa6, 's', 't', 'a', 't', 'u', 's',
+				      0xa2, 'o', 'k', 0xa7, 'm', 'a', 't', 'c', 'h', 'e', 's',
+				      0x91, 0x92, 0xa1, 'u', 0x00};
+	ck_assert_int_eq(statebus_query_decode_reply(two, sizeof(two), &rep, 4), SY_EMALFORMED);
+	free(b.buf);
 }
 END_TEST
 
@@ -543,7 +719,7 @@ START_TEST(test_query_decoders_hold_caps_under_truncation_and_mutation)
 	for (int i = 0; i < 40; i++)
 		hs[i] = (int64_t)(i * 0x9e3779b97f4a7c15u);
 	struct statebus_query_buf b = {0};
-	ck_assert_int_eq(statebus_query_encode_request(&b, 77, "model", 5, 16, true, hs, 40), SY_OK);
+	ck_assert_int_eq(statebus_query_encode_request(&b, 77, "model", 5, 16, true, hs, 40, false), SY_OK);
 	struct statebus_query_request q = {.hashes = out};
 	ck_assert_int_eq(statebus_query_decode_request(b.buf, b.len, &q, 40), STATEBUS_QUERY_OK);
 	ck_assert_uint_eq(q.id, 77);
@@ -948,7 +1124,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_digest_memo_prompt_shortcut_keeps_modes_apart);
 	tcase_add_test(tc, test_local_source_max_over_ranks_capped_and_generation_checked);
 	tcase_add_test(tc, test_no_token_ids_or_block_size_is_no_chain);
+	tcase_add_test(tc, test_local_source_counts_own_pending_predictions_until_applied);
 	tcase_add_test(tc, test_remote_source_answers_per_url_depths_from_a_real_server);
+	tcase_add_test(tc, test_remote_source_carries_predicted_depth_and_old_askers_keep_three_fields);
+	tcase_add_test(tc, test_query_reply_match_fields_three_six_or_more);
 	tcase_add_test(tc, test_scenario15_one_remote_query_serves_three_picks);
 	tcase_add_test(tc, test_scenario16_timeout_is_a_miss_to_least_loaded);
 	tcase_add_test(tc, test_scenario16_unreachable_is_a_miss_to_least_loaded);
