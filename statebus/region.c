@@ -97,6 +97,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_PWORKERS] = sizeof(struct sb_pred_worker);
 	count[SB_T_HEALTH] = p->max_workers;
 	stride[SB_T_HEALTH] = sizeof(struct sb_health_rec);
+	count[SB_T_CURSORS] = STATEBUS_CURSORS;
+	stride[SB_T_CURSORS] = sizeof(struct sb_cursor_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -420,6 +422,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 				    h->tables[SB_T_PWORKERS].size;
 	out->health_off = h->tables[SB_T_HEALTH].off;
 	out->health_size = h->tables[SB_T_HEALTH].size;
+	out->cursors_off = h->tables[SB_T_CURSORS].off;
+	out->cursors_size = h->tables[SB_T_CURSORS].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)

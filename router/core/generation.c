@@ -494,6 +494,15 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	}
 	if ((g->order = calloc(g->n_buckets ? g->n_buckets : 1, sizeof(*g->order))) == NULL)
 		return SY_ENOMEM;
+	for (size_t i = 0; i < g->n_buckets; i++) {
+		struct bucket *b = &g->buckets[i];
+		if (b->pd) {
+			policy_set_rotation(&b->prefill.policy, b->id, STAGE_PREFILL);
+			policy_set_rotation(&b->decode.policy, b->id, STAGE_DECODE);
+		} else {
+			policy_set_rotation(&b->plain.policy, b->id, STAGE_PLAIN);
+		}
+	}
 
 	g->resolver.buckets = g->buckets;
 	g->resolver.n = g->n_buckets;

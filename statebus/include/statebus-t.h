@@ -20,7 +20,7 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 7u /* 2: radix index tables; 3: + streams table;
+#define STATEBUS_LAYOUT_VERSION 8u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
@@ -28,7 +28,9 @@
                                      6: − arena tables and root words,
                                         + proc slots high-water mark;
                                      7: + health table (passive health, stalls,
-                                        circuit breakers) */
+                                        circuit breakers);
+                                     8: + rotation cursors table, header
+                                        index mode word */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -45,6 +47,11 @@
 /* Load freshness window: a rank's report older than this is stale
  * (SGLang EngineReportedLoadTable, sglang-wire.md §13). */
 #define STATEBUS_LOAD_FRESH_NS UINT64_C(5000000000)
+
+/* Rotation cursors (cursors.c): entries of the table (one per engine
+ * group of every router of the host) and the probe window of a lookup. */
+#define STATEBUS_CURSORS 512u
+#define STATEBUS_CURSOR_PROBES 64u
 
 /* Hard limits checked at creation and attach (SY_ERANGE / SY_EMALFORMED). */
 #define STATEBUS_MAX_WORKERS_LIMIT 65536u
@@ -121,6 +128,7 @@ struct statebus_header_info {
 	uint64_t predict_entries_off, predict_entries_size; /* predicted-entry pool + its
 	                                                       buckets + per-worker lists */
 	uint64_t health_off, health_size;                 /* passive health / breakers */
+	uint64_t cursors_off, cursors_size;               /* rotation cursors */
 };
 
 /* ------------------------------------------------------------------------ */
