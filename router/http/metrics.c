@@ -138,30 +138,49 @@ void rt_metrics_worker(struct rt_metrics *m, unsigned row, uint32_t slot, enum r
 	add(&worker_cells(m)[((size_t)row * m->max_workers + slot) * RT_OUT_COUNT_ + o], 1);
 }
 
-void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
+/* Interning kind of a decision label: the stage's digit ('0' plain, '1'
+ * prefill, '2' decode), so the stage label costs nothing at render time. */
+static char decision_kind(unsigned stage)
+{
+	return (char)('0' + (stage < 3 ? stage : 0));
+}
+
+void rt_metrics_decision(struct rt_metrics *m, unsigned row, unsigned stage, const char *policy,
 			 const char *reason)
 {
 	struct rt_metrics_row *r = row_of(m, row);
 	if (!r)
 		return;
 	char key[RT_METRICS_LABEL_MAX];
+	char kind = decision_kind(stage);
 	/* "policy\0reason" packed; both parts truncated to fit. */
 	size_t pl = strnlen(policy ? policy : "", 28), rl = strnlen(reason ? reason : "", 28);
 	memcpy(key, policy ? policy : "", pl);
 	key[pl] = '\0';
 	memcpy(key + pl + 1, reason ? reason : "", rl);
 	/* The same decision repeats request after request: try the label the
-	 * last decision interned before scanning the table (checked against
-	 * the table itself, so another mapping at the same address is safe). */
-	static __thread unsigned last_idx;
+	 * last decision of this stage interned before scanning the table
+	 * (checked against the table itself, so another mapping at the same
+	 * address is safe). */
+	static __thread unsigned last[3];
+	unsigned *last_idx = &last[kind - '0'];
 	size_t kl = pl + 1 + rl;
-	const struct rt_label *l = &m->labels[last_idx];
-	if (!(last_idx < RT_METRICS_LABELS - 1 &&
-	      __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 2 && l->s[0] == 'd' &&
+	const struct rt_label *l = &m->labels[*last_idx];
+	if (!(*last_idx < RT_METRICS_LABELS - 1 &&
+	      __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 2 && l->s[0] == kind &&
 	      l->s[1] == ':' && memcmp(l->s + 2, key, kl) == 0 && l->s[kl + 2] == '\0'))
 		/* intern compares len bytes + the NUL: pass the packed length. */
-		last_idx = intern_kind(m, 'd', key, kl);
-	add(&r->decisions[last_idx], 1);
+		*last_idx = intern_kind(m, kind, key, kl);
+	add(&r->decisions[*last_idx], 1);
+}
+
+const char *rt_metrics_decision_stage(const struct rt_metrics *m, unsigned i)
+{
+	static const char *const stages[3] = {"plain", "prefill", "decode"};
+	if (i >= RT_METRICS_LABELS - 1)
+		return "other";
+	char k = m->labels[i].s[0];
+	return k >= '0' && k <= '2' ? stages[k - '0'] : "other";
 }
 
 void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code)
@@ -591,8 +610,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		      (unsigned long long)n_workers[2], (long long)active);
 
 	/* Labelled by interned strings. */
-	rt_buf_puts(&b, "# HELP switchyard_policy_decisions_total Engine picks, by policy and "
-			"reason.\n# TYPE switchyard_policy_decisions_total counter\n");
+	rt_buf_puts(&b, "# HELP switchyard_policy_decisions_total Engine picks, by stage "
+			"(plain, prefill, decode), policy and reason.\n# TYPE switchyard_policy_decisions_total counter\n");
 	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
 		uint64_t v = 0;
 		for (unsigned p = 0; p < m->procs; p++)
@@ -601,7 +620,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			continue;
 		const char *pol = i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other";
 		const char *rea = i < RT_METRICS_LABELS - 1 ? pol + strlen(pol) + 1 : "other";
-		rt_buf_puts(&b, "switchyard_policy_decisions_total{policy=\"");
+		rt_buf_printf(&b, "switchyard_policy_decisions_total{stage=\"%s\",policy=\"",
+			      rt_metrics_decision_stage(m, i));
 		label_esc(&b, pol);
 		rt_buf_puts(&b, "\",reason=\"");
 		label_esc(&b, rea);

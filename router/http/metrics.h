@@ -73,8 +73,13 @@ void rt_metrics_request(struct rt_metrics *m, unsigned row, enum route route);
 void rt_metrics_response(struct rt_metrics *m, unsigned row, enum route route, int status);
 void rt_metrics_worker(struct rt_metrics *m, unsigned row, uint32_t worker_slot,
 		       enum rt_outcome outcome);
-void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
+/* One policy decision of stage `stage` (enum engine_stage: 0 plain, 1
+ * prefill, 2 decode; a PD request records two). */
+void rt_metrics_decision(struct rt_metrics *m, unsigned row, unsigned stage, const char *policy,
 			 const char *reason);
+/* The stage label ("plain", "prefill", "decode", "other") of interned
+ * decision label i. */
+const char *rt_metrics_decision_stage(const struct rt_metrics *m, unsigned i);
 void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code);
 void rt_metrics_duration(struct rt_metrics *m, unsigned row, uint64_t ns);
 /* The edge's figures of process `row`: body bytes held now (a gauge) and

@@ -145,12 +145,43 @@ START_TEST(test_exposition_format_and_prefix)
 	ck_assert_ptr_nonnull(m);
 	rt_metrics_request(m, 0, ROUTE_CHAT_COMPLETIONS);
 	rt_metrics_response(m, 1, ROUTE_CHAT_COMPLETIONS, 200);
-	rt_metrics_decision(m, 0, "power_of_n", "we\"ird\\reason\nx");
+	rt_metrics_decision(m, 0, 0, "power_of_n", "we\"ird\\reason\nx");
 	rt_metrics_selection_failure(m, 1, "no_healthy_workers");
 	rt_metrics_phase(m, 0, RT_PHASE_PICK, 700);
 	char *t = render(m, NULL);
 	ck_assert_int_gt(check_format(t), 50);
 	ck_assert_ptr_nonnull(strstr(t, "reason=\"we\\\"ird\\\\reason\\nx\"} 1\n"));
+	free(t);
+}
+END_TEST
+
+/* A PD request counts two decisions, one per stage; a plain one one. */
+START_TEST(test_decisions_carry_their_stage)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 4);
+	for (int i = 0; i < 3; i++) {
+		rt_metrics_decision(m, i % 2, 1, "cache_aware", "cache_candidate");
+		rt_metrics_decision(m, i % 2, 2, "power_of_n", "power_of_n");
+	}
+	rt_metrics_decision(m, 1, 0, "power_of_n", "power_of_n");
+	char *t = render(m, NULL);
+	check_format(t);
+	ck_assert(value_of(t, "switchyard_policy_decisions_total{stage=\"prefill\","
+			      "policy=\"cache_aware\",reason=\"cache_candidate\"}") == 3);
+	ck_assert(value_of(t, "switchyard_policy_decisions_total{stage=\"decode\","
+			      "policy=\"power_of_n\",reason=\"power_of_n\"}") == 3);
+	ck_assert(value_of(t, "switchyard_policy_decisions_total{stage=\"plain\","
+			      "policy=\"power_of_n\",reason=\"power_of_n\"}") == 1);
+	free(t);
+	/* SMG's family: one sample per policy, summed over stages */
+	names = SY_METRICS_SGLANG;
+	t = render(m, NULL);
+	check_format(t);
+	names = SY_METRICS_SWITCHYARD;
+	ck_assert(value_of(t, "smg_worker_selection_total{connection_mode=\"http\","
+			      "policy=\"power_of_n\"}") == 4);
+	ck_assert(value_of(t, "smg_worker_selection_total{connection_mode=\"http\","
+			      "policy=\"cache_aware\"}") == 3);
 	free(t);
 }
 END_TEST
@@ -301,7 +332,7 @@ START_TEST(test_sglang_names_carry_the_same_counts)
 		rt_metrics_request(m, i % 2, ROUTE_CHAT_COMPLETIONS);
 		rt_metrics_response(m, i % 2, ROUTE_CHAT_COMPLETIONS, i ? 200 : 503);
 		rt_metrics_worker(m, i % 2, slot, i ? RT_OUT_SUCCESS : RT_OUT_ERROR);
-		rt_metrics_decision(m, 0, "cache_aware", "cache_hit");
+		rt_metrics_decision(m, 0, i == 2 ? 1 : 0, "cache_aware", "cache_hit");
 		rt_metrics_duration(m, 1, 30000000ull);
 	}
 	names = SY_METRICS_SGLANG;
@@ -349,6 +380,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("exposition");
 	tcase_add_test(tc, test_exposition_format_and_prefix);
 	tcase_add_test(tc, test_counters_are_summed_over_processes);
+	tcase_add_test(tc, test_decisions_carry_their_stage);
 	tcase_add_test(tc, test_cache_counters_are_summed_over_processes);
 	tcase_add_test(tc, test_histogram_buckets_exact_and_cumulative);
 	tcase_add_test(tc, test_region_counters_and_worker_gauges);
