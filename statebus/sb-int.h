@@ -132,7 +132,7 @@ struct statebus_hdr {
 
 	struct {
 		int32_t pid;
-		uint32_t reserved;
+		uint32_t index_mode;   /* enum statebus_index_mode (statebus.index) */
 		uint64_t start_time;
 		uint64_t heartbeat_ns;
 	} daemon SB_ALIGNED;

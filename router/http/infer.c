@@ -191,8 +191,9 @@ int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_reque
 void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns)
 {
 	const struct prefix_memo *m = ir->pr.memo;
-	if (rt_w.region == NULL || m == NULL || !m->chain_done || m->n_ids == 0)
-		return;
+	if (rt_w.region == NULL || m == NULL || !m->chain_done || m->n_ids == 0 ||
+	    statebus_index_mode(rt_w.region) == STATEBUS_INDEX_MODE_OFF)
+		return; /* no tree to record the prediction in (statebus.index off) */
 	const struct selected_worker *w = sel->pd ? &sel->prefill : &sel->worker;
 	struct statebus_prediction p = {
 		.worker = w->slot,

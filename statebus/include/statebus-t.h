@@ -113,6 +113,7 @@ struct statebus_header_info {
 	int32_t daemon_pid;             /* 0 = no statebus announced */
 	uint64_t daemon_start_time;     /* /proc/<pid>/stat field 22, clock ticks */
 	uint64_t daemon_heartbeat_ns;   /* CLOCK_MONOTONIC of the last heartbeat */
+	uint32_t index_mode;            /* enum statebus_index_mode */
 	/* Offsets (bytes from the region start) and sizes of every table. */
 	uint64_t procs_off, procs_size;
 	uint64_t workers_off, workers_size;
@@ -129,6 +130,14 @@ struct statebus_header_info {
 	                                                       buckets + per-worker lists */
 	uint64_t health_off, health_size;                 /* passive health / breakers */
 	uint64_t cursors_off, cursors_size;               /* rotation cursors */
+};
+
+/* Whether the statebus builds the radix index (statebus.index). */
+enum statebus_index_mode {
+	STATEBUS_INDEX_MODE_UNKNOWN = 0, /* no statebus has said */
+	STATEBUS_INDEX_MODE_ON = 1,      /* KV events and predictions are indexed */
+	STATEBUS_INDEX_MODE_OFF = 2,     /* no tree: no KV-event subscriptions,
+	                                    no predictions; load and health only */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -126,6 +126,13 @@ void statebus_daemon_heartbeat(struct statebus_region *r, uint64_t now_ns);
 void statebus_daemon_withdraw(struct statebus_region *r);
 bool statebus_daemon_live(const struct statebus_region *r, uint64_t now_ns, uint64_t max_age_ns);
 
+/* Whether the statebus builds the radix index (statebus.index): set by the
+ * statebus before it announces itself, kept after it exits (the index it
+ * left is as it was); STATEBUS_INDEX_MODE_UNKNOWN until a statebus set it.
+ * Routers skip predictions (statebus_predict_push) while it is OFF. */
+void statebus_index_mode_set(struct statebus_region *r, enum statebus_index_mode mode);
+enum statebus_index_mode statebus_index_mode(const struct statebus_region *r);
+
 /* Counters block (STATEBUS_COUNTERS_MAX words). add is atomic from any
  * process; idx out of range is ignored / reads 0. */
 void statebus_counter_add(struct statebus_region *r, unsigned idx, uint64_t delta);
