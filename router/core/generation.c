@@ -84,6 +84,11 @@ void router_gen_cache_totals(const struct router_gen *g, struct router_cache_tot
 			out->admission_rejected += st->admission_rejected;
 			out->guard_compared += st->guard_compared;
 			out->guard_override += st->guard_override;
+			for (int m = 0; m < CACHE_MONITOR_SOURCES_; m++)
+				out->monitor[m] += st->monitor[m];
+			for (int h = 0; h <= CACHE_DIVERTED_EDGES; h++)
+				out->diverted[h] += st->diverted[h];
+			out->diverted_sum += st->diverted_sum;
 		}
 	}
 	for (size_t i = 0; i < g->n_sources; i++) {

@@ -596,6 +596,7 @@ static void on_request_timeout(h2o_timeout_entry_t *e)
 	f->expired = true;
 	if (f->eos || f->req == NULL || f->cancelled || f->final_sent)
 		return;
+	rt_metrics_stale_request(rt_w.metrics, rt_w.index);
 	if (f->started) {
 		cut_response(f, false);
 		return;
@@ -900,6 +901,7 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 	} else {
 		rt_metrics_decision(rt_w.metrics, rt_w.index, STAGE_PLAIN, sel->policy, sel->reason);
 	}
+	rt_metrics_reselected(rt_w.metrics, rt_w.index, sel->reselected);
 	attempt_start(f);
 	return 0;
 }

@@ -63,6 +63,16 @@ enum rt_stream_outcome {
 	RT_STREAM_COUNT_
 };
 
+/* Input-ids forwarding of a dispatched chat request
+ * (switchyard_input_ids_forwarding_total{outcome}). */
+enum rt_input_ids {
+	RT_INPUT_IDS_FORWARDED = 0, /* the body carried the router's token ids */
+	RT_INPUT_IDS_DISABLED,      /* router.disable_input_ids_forwarding */
+	RT_INPUT_IDS_INELIGIBLE,    /* tokenizer not hf with a known template, or a
+				       request shape SGLang does not forward */
+	RT_INPUT_IDS_COUNT_
+};
+
 /* Creates the shared mapping for `procs` rows and `max_workers` per-worker
  * cells (master, before fork). Returns NULL on failure (errno set). */
 struct rt_metrics *rt_metrics_create(unsigned procs, unsigned max_workers);
@@ -95,6 +105,14 @@ void rt_metrics_pool_replaced(struct rt_metrics *m, unsigned row);
 /* A client went away before its inference answer ended. */
 void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row);
 void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param);
+/* A request ended by the whole-request timeout (--request-timeout-secs):
+ * switchyard_stale_requests_total{outcome="expired"}. */
+void rt_metrics_stale_request(struct rt_metrics *m, unsigned row);
+/* `n` picks of one selection were redone in their group because the picked
+ * worker had been removed since the fleet snapshot (selection.reselected). */
+void rt_metrics_reselected(struct rt_metrics *m, unsigned row, uint32_t n);
+/* The input-ids outcome of one dispatched chat request. */
+void rt_metrics_input_ids(struct rt_metrics *m, unsigned row, enum rt_input_ids o);
 
 /* Adds one process's cache counter deltas (router_gen_cache_delta,
  * router/core/generation.h) to row `row`: cache_aware decisions, admission and

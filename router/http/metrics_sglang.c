@@ -33,6 +33,8 @@ static const char *const slim_families[] = {
 	"cache_admission_evaluated_total", "cache_admission_rejected_total",
 	"cache_pressure_guard_compared_total", "cache_pressure_guard_override_total",
 	"cache_aware_decisions_total", "sampling_contract_rejections_total", "retries_total",
+	"stale_requests_total", "sticky_total", "cache_monitor_decisions_total",
+	"input_ids_forwarding_total",
 };
 
 static bool slim_family(const char *name, size_t len)
