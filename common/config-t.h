@@ -370,8 +370,9 @@ struct sy_config_statebus {
 /* statebus.index (--index): the statebus's radix index of KV blocks. */
 enum sy_index_mode {
 	SY_INDEX_AUTO = 0, /* on when a configured policy needs it (a cache_aware
-	                      group with the local prefix source) or the statebus
-	                      answers remote prefix queries (query_endpoint) */
+	                      group with the local prefix source), the statebus
+	                      answers remote prefix queries (query_endpoint), or
+	                      the configuration names no policy at all */
 	SY_INDEX_ON = 1,   /* always built (e.g. routers of another configuration
 	                      on the host read it) */
 	SY_INDEX_OFF = 2,  /* never built: no KV-event subscriptions, no tree, no

@@ -204,8 +204,15 @@ int sy_config_check_consumed(const struct sy_config *cfg, struct sy_config_error
 void sy_config_default_stages(const struct sy_config *cfg, bool *plain, bool *pd);
 
 /* Whether the statebus builds its radix index under `cfg`
- * (statebus.index): on / off as set; auto → sy_config_index_needed. */
+ * (statebus.index): on / off as set; auto → on when the configuration names
+ * no policy (sy_config_policies_named false: a statebus started without
+ * the routers' policies cannot know they need none), else
+ * sy_config_index_needed. */
 bool sy_config_index_on(const struct sy_config *cfg);
+
+/* Whether `cfg` names the routers' policies: buckets, or policy.type,
+ * prefill_policy or decode_policy set (file or flags). */
+bool sy_config_policies_named(const struct sy_config *cfg);
 
 /* Whether something `cfg` builds reads the statebus's index: a group the
  * router builds runs cache_aware with the local prefix source

@@ -417,13 +417,22 @@ bool sy_config_index_needed(const struct sy_config *cfg, char *buf, size_t cap)
 	return false;
 }
 
+bool sy_config_policies_named(const struct sy_config *cfg)
+{
+	const struct sy_config_policy *p = &cfg->policy;
+	return cfg->n_buckets > 0 || p->type != NULL || p->prefill_policy != NULL ||
+	       p->decode_policy != NULL;
+}
+
 bool sy_config_index_on(const struct sy_config *cfg)
 {
 	if (cfg->statebus.index == SY_INDEX_ON)
 		return true;
 	if (cfg->statebus.index == SY_INDEX_OFF)
 		return false;
-	return sy_config_index_needed(cfg, NULL, 0);
+	/* auto: a configuration that names no policy does not know the routers'
+	 * (a statebus started from flags alone) — build it */
+	return !sy_config_policies_named(cfg) || sy_config_index_needed(cfg, NULL, 0);
 }
 
 /* ---- the table ----------------------------------------------------------- */

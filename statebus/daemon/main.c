@@ -380,7 +380,8 @@ static int start(struct sbd *d)
 	if (d->index_on) {
 		keep_index(d);
 		sy_info("index on (%s)", d->cfg.statebus.index == SY_INDEX_ON ? "statebus.index on"
-									       : why);
+					 : why[0] ? why
+						  : "the configuration names no policy");
 	} else {
 		/* No tree: whatever a previous statebus left is emptied, and
 		 * nothing is stored again (no KV subscriptions, no drain). */

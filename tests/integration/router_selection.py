@@ -116,6 +116,10 @@ def main():
         check(st == 200, "warm-up: %d %s" % (st, body[:200]))
         return len({json.loads(x)["pid"] for x in open(alog).read().splitlines()}) == 2
     sytest.wait_for("both router processes serving", both_serving, timeout=30, interval=0.01)
+    # a line is written once its response ended: wait for the warm-up's last
+    sytest.wait_for("warm-up lines logged", lambda: len(
+        [x for x in open(alog).read().splitlines() if "/v1/chat/completions" in x]) == sent[0],
+        timeout=10)
     base = len(open(alog).read().splitlines())
     for i in range(40):
         st, h, body = request(rport, "POST", "/v1/chat/completions", CHAT)
@@ -123,7 +127,7 @@ def main():
         check(h.get("x-switchyard-bucket") == "first", "request %d in bucket %s"
               % (i, h.get("x-switchyard-bucket")))
 
-    def chat_lines():  # a line is written once its response ended
+    def chat_lines():
         ls = [json.loads(x) for x in open(alog).read().splitlines()[base:]]
         ls = [x for x in ls if x["path"] == "/v1/chat/completions"]
         return ls if len(ls) >= 40 else None

@@ -568,6 +568,8 @@ START_TEST(test_index_auto_follows_the_policies_that_read_it)
 		const char *yaml;
 		bool on;
 	} cases[] = {
+		{"model_id: m\n", true}, /* names no policy: the routers' are unknown */
+		{"statebus: {health_interval_ms: 500}\n", true},
 		{"policy: {type: round_robin}\n", false},
 		{"policy: {type: power_of_n}\n", false},
 		{"policy: {type: cache_aware}\n", true},
