@@ -388,6 +388,20 @@ struct sy_config_statebus {
 	int64_t prediction_capacity_tokens; /* KV capacity per worker, tokens, bounding its
 	                                 predicted blocks; 0 = /server_info
 	                                 max_total_num_tokens (none: pool bound only) */
+	int index;                    /* enum sy_index_mode: whether the statebus builds
+	                                 the radix index (sy_config_index_on) */
+};
+
+/* statebus.index (--index): the statebus's radix index of KV blocks. */
+enum sy_index_mode {
+	SY_INDEX_AUTO = 0, /* on when a configured policy needs it (a cache_aware
+	                      group with the local prefix source), the statebus
+	                      answers remote prefix queries (query_endpoint), or
+	                      the configuration names no policy at all */
+	SY_INDEX_ON = 1,   /* always built (e.g. routers of another configuration
+	                      on the host read it) */
+	SY_INDEX_OFF = 2,  /* never built: no KV-event subscriptions, no tree, no
+	                      predictions; load and health still run */
 };
 
 struct sy_config {

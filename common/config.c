@@ -340,6 +340,7 @@ static const char *const log_format_names[] = {"text", "json", NULL};
 static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
 static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
 static const char *const metrics_names_names[] = {"switchyard", "sglang", "both", NULL};
+static const char *const index_mode_names[] = {"auto", "on", "off", NULL};
 
 #define KV struct sy_config_kv_events
 static const struct sy_cfg_field kv_fields[] = {
@@ -478,6 +479,7 @@ static const struct sy_cfg_field statebus_fields[] = {
 	SY_CFG_INT_F(B, prediction_ttl_ms, 10, 86400000, 30000, 0),
 	SY_CFG_INT_F(B, prediction_drain_ms, 1, 1000, 2, 0),
 	SY_CFG_INT_F(B, prediction_capacity_tokens, 0, INT64_MAX, 0, 0),
+	SY_CFG_ENUM_F(B, index, index_mode_names, SY_INDEX_AUTO),
 };
 static const struct sy_cfg_section statebus_section =
 	SY_CFG_SECTION("statebus", B, SY_CFG_NO_OFF, statebus_fields);

@@ -203,6 +203,25 @@ int sy_config_check_consumed(const struct sy_config *cfg, struct sy_config_error
  * only with router.pd_disaggregation. */
 void sy_config_default_stages(const struct sy_config *cfg, bool *plain, bool *pd);
 
+/* Whether the statebus builds its radix index under `cfg`
+ * (statebus.index): on / off as set; auto → on when the configuration names
+ * no policy (sy_config_policies_named false: a statebus started without
+ * the routers' policies cannot know they need none), else
+ * sy_config_index_needed. */
+bool sy_config_index_on(const struct sy_config *cfg);
+
+/* Whether `cfg` names the routers' policies: buckets, or policy.type,
+ * prefill_policy or decode_policy set (file or flags). */
+bool sy_config_policies_named(const struct sy_config *cfg);
+
+/* Whether something `cfg` builds reads the statebus's index: a group the
+ * router builds runs cache_aware with the local prefix source
+ * (cache_prefix_provider local, the default), or statebus.query_endpoint
+ * answers remote prefix queries. When `buf` is not NULL it receives (cap
+ * bytes) the first reader found ("buckets[0].groups.plain (cache_aware,
+ * local prefix source)", "statebus.query_endpoint"), or "". */
+bool sy_config_index_needed(const struct sy_config *cfg, char *buf, size_t cap);
+
 /* Per-model buckets: whether bucket `b` of `cfg` serves `model` (`len`
  * bytes): the buckets that name the model in `models` serve it; a model no
  * bucket names is served by the buckets without `models`. */

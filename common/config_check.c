@@ -396,6 +396,72 @@ static int check_filter(const struct ctx *c, const struct row *r, struct sy_conf
 	return SY_OK;
 }
 
+/* statebus.index off while something reads the index; on is always read
+ * (the statebus builds it). */
+static int check_index(const struct ctx *c, const struct row *r, struct sy_config_error *err)
+{
+	(void)r;
+	const struct sy_config *cfg = c->cfg;
+	if (cfg->statebus.index != SY_INDEX_OFF)
+		return SY_OK;
+	if (cfg->statebus.query_endpoint != NULL)
+		return refuse(cfg, err, no_mark, "statebus.index",
+			      "off, but statebus.query_endpoint answers remote prefix queries "
+			      "from the index; use index auto or on, or remove the query endpoint");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct eff_group *g = &c->g[i];
+		if (g->kind != 3 || g->indexer)
+			continue;
+		char why[256];
+		snprintf(why, sizeof(why),
+			 "off, but %s runs cache_aware with the local prefix source, which "
+			 "reads the index; use index auto or on, or cache_prefix_provider "
+			 "indexer with kv_indexer_endpoint (a remote statebus)",
+			 g->path);
+		return refuse(cfg, err, no_mark, "statebus.index", why);
+	}
+	return SY_OK;
+}
+
+bool sy_config_index_needed(const struct sy_config *cfg, char *buf, size_t cap)
+{
+	struct ctx c; /* ~11 KiB */
+	if (buf != NULL && cap > 0)
+		buf[0] = '\0';
+	if (cfg->statebus.query_endpoint != NULL) {
+		if (buf != NULL && cap > 0)
+			snprintf(buf, cap, "statebus.query_endpoint");
+		return true;
+	}
+	collect(&c, cfg);
+	for (size_t i = 0; i < c.n; i++) {
+		if (c.g[i].kind != 3 || c.g[i].indexer)
+			continue;
+		if (buf != NULL && cap > 0)
+			snprintf(buf, cap, "%s (cache_aware, local prefix source)", c.g[i].path);
+		return true;
+	}
+	return false;
+}
+
+bool sy_config_policies_named(const struct sy_config *cfg)
+{
+	const struct sy_config_policy *p = &cfg->policy;
+	return cfg->n_buckets > 0 || p->type != NULL || p->prefill_policy != NULL ||
+	       p->decode_policy != NULL;
+}
+
+bool sy_config_index_on(const struct sy_config *cfg)
+{
+	if (cfg->statebus.index == SY_INDEX_ON)
+		return true;
+	if (cfg->statebus.index == SY_INDEX_OFF)
+		return false;
+	/* auto: a configuration that names no policy does not know the routers'
+	 * (a statebus started from flags alone) — build it */
+	return !sy_config_policies_named(cfg) || sy_config_index_needed(cfg, NULL, 0);
+}
+
 /* ---- the table ----------------------------------------------------------- */
 
 #define ALWAYS(s, k, who) {.c = {s, k, SY_CONFIG_USE_ALWAYS, who}}
@@ -523,6 +589,8 @@ static const struct row rows[] = {
 	ALWAYS("statebus", "prediction_ttl_ms", "statebus predicted index entries"),
 	ALWAYS("statebus", "prediction_drain_ms", "statebus prediction drain"),
 	ALWAYS("statebus", "prediction_capacity_tokens", "statebus predicted ownership bound"),
+	CHECK("statebus", "index", "off: no cache_aware group with the local prefix source, "
+	      "no statebus.query_endpoint", check_index),
 	/* policy: per group */
 	POL("type", "a group without its own type", reads_type, "",
 	    "no group takes it: every group sets its own type, and prefill / decode groups "

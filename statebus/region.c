@@ -97,6 +97,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_PWORKERS] = sizeof(struct sb_pred_worker);
 	count[SB_T_HEALTH] = p->max_workers;
 	stride[SB_T_HEALTH] = sizeof(struct sb_health_rec);
+	count[SB_T_CURSORS] = STATEBUS_CURSORS;
+	stride[SB_T_CURSORS] = sizeof(struct sb_cursor_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -393,6 +395,7 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->daemon_pid = CMM_LOAD_SHARED(h->daemon.pid);
 	out->daemon_start_time = CMM_LOAD_SHARED(h->daemon.start_time);
 	out->daemon_heartbeat_ns = CMM_LOAD_SHARED(h->daemon.heartbeat_ns);
+	out->index_mode = CMM_LOAD_SHARED(h->daemon.index_mode);
 	out->procs_off = h->tables[SB_T_PROCS].off;
 	out->procs_size = h->tables[SB_T_PROCS].size;
 	out->workers_off = h->tables[SB_T_WORKERS].off;
@@ -420,6 +423,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 				    h->tables[SB_T_PWORKERS].size;
 	out->health_off = h->tables[SB_T_HEALTH].off;
 	out->health_size = h->tables[SB_T_HEALTH].size;
+	out->cursors_off = h->tables[SB_T_CURSORS].off;
+	out->cursors_size = h->tables[SB_T_CURSORS].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)
@@ -509,6 +514,18 @@ void statebus_daemon_heartbeat(struct statebus_region *r, uint64_t now_ns)
 void statebus_daemon_withdraw(struct statebus_region *r)
 {
 	CMM_STORE_SHARED(r->hdr->daemon.pid, 0);
+}
+
+void statebus_index_mode_set(struct statebus_region *r, enum statebus_index_mode mode)
+{
+	if (!r->read_only)
+		CMM_STORE_SHARED(r->hdr->daemon.index_mode, (uint32_t)mode);
+}
+
+enum statebus_index_mode statebus_index_mode(const struct statebus_region *r)
+{
+	uint32_t m = CMM_LOAD_SHARED(r->hdr->daemon.index_mode);
+	return m <= STATEBUS_INDEX_MODE_OFF ? (enum statebus_index_mode)m : STATEBUS_INDEX_MODE_UNKNOWN;
 }
 
 bool statebus_daemon_live(const struct statebus_region *r, uint64_t now_ns, uint64_t max_age_ns)

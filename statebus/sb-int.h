@@ -34,6 +34,9 @@
  *   health    max_workers × struct sb_health_rec (128 B): passive health,
  *             stall and breaker words of each worker slot, written with
  *             single-word atomics by any process (health.c)
+ *   cursors   STATEBUS_CURSORS × struct sb_cursor_rec (64 B): one rotation
+ *             cursor per engine group, claimed by CAS and advanced by
+ *             atomic add from any router process (cursors.c)
  *
  * Writer-only fields (index bookkeeping, seqlock words of workers and load)
  * are changed only by the holder of the writer lock.
@@ -83,6 +86,7 @@ enum sb_table_id {
 	SB_T_PBUCKETS,
 	SB_T_PWORKERS,
 	SB_T_HEALTH,
+	SB_T_CURSORS,
 	SB_T_COUNT_,
 };
 
@@ -128,7 +132,7 @@ struct statebus_hdr {
 
 	struct {
 		int32_t pid;
-		uint32_t reserved;
+		uint32_t index_mode;   /* enum statebus_index_mode (statebus.index) */
 		uint64_t start_time;
 		uint64_t heartbeat_ns;
 	} daemon SB_ALIGNED;
@@ -266,6 +270,15 @@ struct sb_health_rec {
 	uint64_t recoveries;
 } SB_ALIGNED;
 _Static_assert(sizeof(struct sb_health_rec) == 2 * SB_LINE, "health record is two cache lines");
+
+/* One rotation cursor (cursors.c): key 0 = free, claimed by CAS and never
+ * released; value advanced by atomic fetch-and-add. */
+struct sb_cursor_rec {
+	uint64_t key;
+	uint64_t value;
+	uint64_t reserved[6];
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_cursor_rec) == SB_LINE, "cursor is one cache line");
 
 /* Radix index (index.c). One owner entry is one 64-bit word, so readers
  * load it in one access: generation (bits 0–31), worker slot (32–47), DP

@@ -208,6 +208,8 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 				    h.daemon_heartbeat_ns && h.daemon_pid
 					    ? json_integer((json_int_t)((now - h.daemon_heartbeat_ns) / 1000000u))
 					    : json_null());
+		static const char *const modes[] = {"unknown", "on", "off"};
+		json_object_set_new(sb, "index", json_string(modes[h.index_mode <= 2 ? h.index_mode : 0]));
 		json_object_set_new(t, "statebus", sb);
 		json_t *tables = json_object();
 		const struct { const char *name; uint64_t off, size; } tab[] = {
@@ -222,6 +224,7 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			{"affinity", h.affinity_off, h.affinity_size},
 			{"affinity_locks", h.affinity_locks_off, h.affinity_locks_size},
 			{"health", h.health_off, h.health_size},
+			{"cursors", h.cursors_off, h.cursors_size},
 		};
 		for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 			json_t *e = json_object();
@@ -246,6 +249,9 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 	       h.index_buckets_size, h.params.index_overflow, h.index_overflow_size);
 	printf("affinity           %u entries (%" PRIu64 " B)\n", h.params.affinity_entries,
 	       h.affinity_size);
+	printf("index mode         %s\n", h.index_mode == STATEBUS_INDEX_MODE_ON    ? "on"
+					: h.index_mode == STATEBUS_INDEX_MODE_OFF ? "off (statebus.index: no tree)"
+										  : "unknown (no statebus has said)");
 	if (h.daemon_pid)
 		printf("statebus           pid %d, %s, heartbeat %" PRIu64 " ms ago\n", h.daemon_pid,
 		       live ? "live" : "NOT live", (now - h.daemon_heartbeat_ns) / 1000000u);

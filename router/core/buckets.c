@@ -206,9 +206,10 @@ bool worker_exclude_has(const struct worker_exclude *ex, uint32_t slot)
 	return false;
 }
 
-/* Probes lost to another process during one group pick: left out on the
- * next policy call. */
-#define PROBE_LOST_MAX 4
+/* Workers left out on the next policy call of one group pick: probes lost
+ * to another process, and picks that raced a removal (the table no longer
+ * holds their (slot, generation)). */
+#define LEFT_OUT_MAX 8
 
 /* Fills c[] with the group's usable candidates; returns their count. */
 static size_t collect(struct engine_group *g, struct pick_env *env, struct engine_candidate *c,
@@ -262,7 +263,7 @@ enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env
 {
 	struct fleet *f = env->fleet;
 	struct engine_candidate *c = env->scratch[g->stage == STAGE_DECODE ? 1 : 0];
-	uint32_t lost[PROBE_LOST_MAX];
+	uint32_t lost[LEFT_OUT_MAX];
 	unsigned n_lost = 0;
 
 	out->worker = NULL;
@@ -299,11 +300,17 @@ enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env
 			return PICK_OUTSIDE_CANDIDATES;
 		}
 		if (env->region != NULL && !statebus_worker_valid(env->region, w->slot, w->generation)) {
-			/* Removed or reused since the snapshot: not a policy bug. The
-			 * caller refreshes the fleet and selects again. */
+			/* Removed or reused since the snapshot: not a policy bug.
+			 * Select again in this group without it (the bucket is
+			 * not given up for a race); the caller refreshes the
+			 * fleet after the selection. */
 			env->stale = true;
+			env->reselected++;
 			out->worker = NULL;
-			return PICK_NO_CANDIDATES;
+			if (n_lost == LEFT_OUT_MAX)
+				return PICK_NO_CANDIDATES;
+			lost[n_lost++] = w->slot;
+			continue;
 		}
 		if (!w->cb_probe || env->region == NULL ||
 		    statebus_breaker_take_probe(env->region, w->slot, w->generation, env->now_ns,
@@ -312,7 +319,7 @@ enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env
 		/* Another process sent the half-open probe first. */
 		env->skipped_breaker++;
 		out->worker = NULL;
-		if (n_lost == PROBE_LOST_MAX)
+		if (n_lost == LEFT_OUT_MAX)
 			return PICK_NO_CANDIDATES;
 		lost[n_lost++] = w->slot;
 	}

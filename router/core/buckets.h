@@ -166,8 +166,12 @@ struct pick_env {
 	const struct worker_exclude *exclude; /* NULL: none */
 	uint64_t cb_cool_down_ns;             /* 0: breakers off */
 	bool stale;  /* set when a pick failed validation because the table
-			moved since the snapshot (router_select refreshes and
-			selects again, once) */
+			moved since the snapshot: the group selected again
+			without that worker; router_select refreshes the
+			snapshot afterwards (and, when the selection failed,
+			selects again once) */
+	uint32_t reselected; /* picks redone in their group because the picked
+				worker was removed since the snapshot */
 	uint32_t skipped_down, skipped_stalled, skipped_breaker; /* candidates the
 			health table left out (summed over the request's picks) */
 };
@@ -183,7 +187,9 @@ struct pick_env {
  * PICK_OUTSIDE_CANDIDATES. A picked candidate that is only usable as its
  * breaker's half-open probe must win the probe (statebus_breaker_take_probe);
  * when another process took it first, it is left out and the policy asked
- * again. `prefill` is the prefill winner for a decode group (NULL
+ * again. Likewise a pick whose (slot, generation) the table no longer holds
+ * (removed inside the snapshot window) is left out and the policy asked
+ * again in the same group (env->stale set), before the bucket is given up. `prefill` is the prefill winner for a decode group (NULL
  * otherwise). */
 enum pick_outcome engine_group_pick(struct engine_group *g, struct pick_env *env,
 				    const char *bucket_id,

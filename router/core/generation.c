@@ -84,6 +84,11 @@ void router_gen_cache_totals(const struct router_gen *g, struct router_cache_tot
 			out->admission_rejected += st->admission_rejected;
 			out->guard_compared += st->guard_compared;
 			out->guard_override += st->guard_override;
+			for (int m = 0; m < CACHE_MONITOR_SOURCES_; m++)
+				out->monitor[m] += st->monitor[m];
+			for (int h = 0; h <= CACHE_DIVERTED_EDGES; h++)
+				out->diverted[h] += st->diverted[h];
+			out->diverted_sum += st->diverted_sum;
 		}
 	}
 	for (size_t i = 0; i < g->n_sources; i++) {
@@ -502,6 +507,15 @@ static int build(struct router_gen *g, const struct sy_config *cfg, struct sy_co
 	}
 	if ((g->order = calloc(g->n_buckets ? g->n_buckets : 1, sizeof(*g->order))) == NULL)
 		return SY_ENOMEM;
+	for (size_t i = 0; i < g->n_buckets; i++) {
+		struct bucket *b = &g->buckets[i];
+		if (b->pd) {
+			policy_set_rotation(&b->prefill.policy, b->id, STAGE_PREFILL);
+			policy_set_rotation(&b->decode.policy, b->id, STAGE_DECODE);
+		} else {
+			policy_set_rotation(&b->plain.policy, b->id, STAGE_PLAIN);
+		}
+	}
 
 	g->resolver.buckets = g->buckets;
 	g->resolver.n = g->n_buckets;

@@ -62,6 +62,9 @@ struct router_cache_totals {
 	uint64_t decisions[CACHE_AWARE_DECISIONS_];
 	uint64_t admission_evaluated, admission_rejected;
 	uint64_t guard_compared, guard_override;
+	uint64_t monitor[CACHE_MONITOR_SOURCES_];
+	uint64_t diverted[CACHE_DIVERTED_EDGES + 1];
+	uint64_t diverted_sum;
 	uint64_t digest_hits, digest_misses;
 	uint64_t found[ROUTER_CACHE_SOURCE_KINDS];
 	uint64_t no_chain[ROUTER_CACHE_SOURCE_KINDS];

@@ -5,9 +5,12 @@
  * Invariants: the buckets are resolved once per selection and the prefix
  * memo is filled from that resolution; nothing is dispatched here; a
  * selection is complete (plain worker, or prefill and decode of the same
- * bucket) or it is an error; a fleet snapshot that turned out stale during a pick (a candidate removed or
- * its slot reused) triggers one forced refresh and one full re-selection,
- * so a race with the statebus is never reported as a policy fault.
+ * bucket) or it is an error; a pick that raced a removal (the picked worker
+ * left the table inside the snapshot window) is redone in the same group
+ * without it (buckets.c), so the race never moves a request to the next
+ * bucket; the snapshot is then refreshed, and a selection that failed with
+ * a stale snapshot is run once more after the refresh, so a race with the
+ * statebus is never reported as a policy fault.
  */
 #include "router/core/select.h"
 #include "common/errors.h"
@@ -87,6 +90,7 @@ static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *e
 			if (b->pd) {
 				copy_worker(&out->prefill, bp.prefill.worker, env->now_ns);
 				out->prefill_reason = bp.prefill.reason;
+				out->prefill_policy = b->prefill.policy.ops->name;
 			}
 			return PICK_OK;
 		}
@@ -238,6 +242,9 @@ static int picks(struct router_gen *g, struct statebus_region *r, const struct p
 	}
 	if (o == PICK_OK) {
 		router_error_clear(err);
+		out->reselected = env.reselected;
+		if (env.stale) /* out holds copies: the snapshot may move */
+			fleet_refresh(&g->fleet, r, now_ns, true);
 		return SY_OK;
 	}
 	switch (o) {

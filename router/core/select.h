@@ -70,9 +70,14 @@ struct selection {
 	const char *bucket_id;            /* x-switchyard-bucket */
 	const char *reason;               /* x-switchyard-reason: policy decision
 					     reason of `worker` ("power_of_n", ...) */
-	const char *prefill_reason;       /* pd only */
+	const char *prefill_reason;       /* pd only: x-switchyard-prefill-reason,
+					     the prefill group's decision reason */
 	const char *policy;               /* policy name of `worker`'s group */
+	const char *prefill_policy;       /* pd only: policy name of the prefill group */
 	uint32_t buckets_tried;           /* attempts before success (≥ 1) */
+	uint32_t reselected;              /* picks redone in their group because the
+					     picked worker had been removed since the
+					     fleet snapshot (0 normally) */
 };
 
 /* Runs selection for `req` under generation `g` on region `r` at `now_ns`

@@ -286,6 +286,9 @@ static void decision_headers(struct fwd *f)
 		add_header_str(req, H2O_STRLIT("x-switchyard-reason"), f->sel.reason);
 	if (f->sel.pd)
 		add_header_str(req, H2O_STRLIT("x-switchyard-prefill-worker"), f->sel.prefill.id);
+	if (f->sel.pd && f->sel.prefill_reason != NULL && f->sel.prefill_reason[0])
+		add_header_str(req, H2O_STRLIT("x-switchyard-prefill-reason"),
+			       f->sel.prefill_reason);
 }
 
 /* Ends the response with an error instead of the prepared one (nothing
@@ -695,6 +698,7 @@ static void on_request_timeout(h2o_timeout_entry_t *e)
 	f->expired = true;
 	if (f->eos || f->req == NULL || f->cancelled || f->final_sent)
 		return;
+	rt_metrics_stale_request(rt_w.metrics, rt_w.index);
 	if (f->started) {
 		cut_response(f, false);
 		return;
@@ -1009,7 +1013,14 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 	rt_exchange_init(&f->ux, &fwd_cb, f);
 	rt_client_watch_start(&f->watch, rt_w.loop, req, on_client_gone);
 	rt_w.active_requests++;
-	rt_metrics_decision(rt_w.metrics, rt_w.index, sel->policy, sel->reason);
+	if (sel->pd) {
+		rt_metrics_decision(rt_w.metrics, rt_w.index, STAGE_PREFILL, sel->prefill_policy,
+				    sel->prefill_reason);
+		rt_metrics_decision(rt_w.metrics, rt_w.index, STAGE_DECODE, sel->policy, sel->reason);
+	} else {
+		rt_metrics_decision(rt_w.metrics, rt_w.index, STAGE_PLAIN, sel->policy, sel->reason);
+	}
+	rt_metrics_reselected(rt_w.metrics, rt_w.index, sel->reselected);
 	attempt_start(f);
 	return 0;
 }

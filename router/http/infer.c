@@ -215,8 +215,9 @@ static int rerank_prepare(h2o_req_t *req, struct infer_request *ir)
 void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns)
 {
 	const struct prefix_memo *m = ir->pr.memo;
-	if (rt_w.region == NULL || m == NULL || !m->chain_done || m->n_ids == 0)
-		return;
+	if (rt_w.region == NULL || m == NULL || !m->chain_done || m->n_ids == 0 ||
+	    statebus_index_mode(rt_w.region) == STATEBUS_INDEX_MODE_OFF)
+		return; /* no tree to record the prediction in (statebus.index off) */
 	const struct selected_worker *w = sel->pd ? &sel->prefill : &sel->worker;
 	struct statebus_prediction p = {
 		.worker = w->slot,
@@ -244,6 +245,11 @@ static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, 
 	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
 	rt_infer_predict(ir, &sel, t3);
+	if (ir->route == ROUTE_CHAT_COMPLETIONS)
+		rt_metrics_input_ids(rt_w.metrics, rt_w.index,
+				     ir->pr.forward_ids                           ? RT_INPUT_IDS_FORWARDED
+				     : g->cfg.router.disable_input_ids_forwarding ? RT_INPUT_IDS_DISABLED
+										  : RT_INPUT_IDS_INELIGIBLE);
 	h2o_iovec_t body;
 	uint64_t room;
 	if (rt_infer_body(req, g, ir, &sel, &body, &room) != 0)

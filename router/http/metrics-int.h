@@ -35,6 +35,9 @@ struct rt_metrics_row {
 	uint64_t h2_refused;
 	uint64_t pool_replaced;  /* dead kept-alive upstream sockets replaced */
 	uint64_t client_cancels; /* clients that went away before the answer ended */
+	uint64_t stale;          /* requests ended by --request-timeout-secs */
+	uint64_t reselected;     /* picks redone in their group after a removal race */
+	uint64_t input_ids[RT_INPUT_IDS_COUNT_]; /* chat requests dispatched, by outcome */
 	struct router_cache_totals cache;
 	struct rt_hist duration;
 	struct rt_hist ttft;
@@ -64,6 +67,24 @@ static inline uint64_t rt_metrics_get(const uint64_t *c)
 {
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
+
+/* Cache-signal state of a worker (switchyard_worker_cache_signal{state}). */
+enum rt_cache_signal {
+	RT_CACHE_SIGNAL_OK = 0,              /* KV events accepted and indexed */
+	RT_CACHE_SIGNAL_PREDICTED,           /* no KV events: predictions only
+						(approximate mode, block size known) */
+	RT_CACHE_SIGNAL_NO_KV_EVENTS,        /* no KV events and no predictions */
+	RT_CACHE_SIGNAL_BLOCK_SIZE_MISMATCH, /* disagrees with its model's block size */
+	RT_CACHE_SIGNAL_BAD_FACTS,           /* /server_info kv_events block unusable */
+	RT_CACHE_SIGNAL_INDEX_OFF,           /* statebus.index off: nothing indexed */
+	RT_CACHE_SIGNAL_COUNT_
+};
+extern const char *const rt_cache_signal_names[RT_CACHE_SIGNAL_COUNT_];
+
+/* The state of worker `w` (read from slot `slot` of `region`, which may be
+ * NULL) with the index on or off. */
+unsigned rt_metrics_cache_signal(const struct statebus_region *region, uint32_t slot,
+				 const struct statebus_worker *w, bool index_off);
 
 /* Requests of worker `slot` with outcome `o`, over every row. */
 uint64_t rt_metrics_worker_sum(struct rt_metrics *m, uint32_t slot, unsigned o);

@@ -138,30 +138,49 @@ void rt_metrics_worker(struct rt_metrics *m, unsigned row, uint32_t slot, enum r
 	add(&worker_cells(m)[((size_t)row * m->max_workers + slot) * RT_OUT_COUNT_ + o], 1);
 }
 
-void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
+/* Interning kind of a decision label: the stage's digit ('0' plain, '1'
+ * prefill, '2' decode), so the stage label costs nothing at render time. */
+static char decision_kind(unsigned stage)
+{
+	return (char)('0' + (stage < 3 ? stage : 0));
+}
+
+void rt_metrics_decision(struct rt_metrics *m, unsigned row, unsigned stage, const char *policy,
 			 const char *reason)
 {
 	struct rt_metrics_row *r = row_of(m, row);
 	if (!r)
 		return;
 	char key[RT_METRICS_LABEL_MAX];
+	char kind = decision_kind(stage);
 	/* "policy\0reason" packed; both parts truncated to fit. */
 	size_t pl = strnlen(policy ? policy : "", 28), rl = strnlen(reason ? reason : "", 28);
 	memcpy(key, policy ? policy : "", pl);
 	key[pl] = '\0';
 	memcpy(key + pl + 1, reason ? reason : "", rl);
 	/* The same decision repeats request after request: try the label the
-	 * last decision interned before scanning the table (checked against
-	 * the table itself, so another mapping at the same address is safe). */
-	static __thread unsigned last_idx;
+	 * last decision of this stage interned before scanning the table
+	 * (checked against the table itself, so another mapping at the same
+	 * address is safe). */
+	static __thread unsigned last[3];
+	unsigned *last_idx = &last[kind - '0'];
 	size_t kl = pl + 1 + rl;
-	const struct rt_label *l = &m->labels[last_idx];
-	if (!(last_idx < RT_METRICS_LABELS - 1 &&
-	      __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 2 && l->s[0] == 'd' &&
+	const struct rt_label *l = &m->labels[*last_idx];
+	if (!(*last_idx < RT_METRICS_LABELS - 1 &&
+	      __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 2 && l->s[0] == kind &&
 	      l->s[1] == ':' && memcmp(l->s + 2, key, kl) == 0 && l->s[kl + 2] == '\0'))
 		/* intern compares len bytes + the NUL: pass the packed length. */
-		last_idx = intern_kind(m, 'd', key, kl);
-	add(&r->decisions[last_idx], 1);
+		*last_idx = intern_kind(m, kind, key, kl);
+	add(&r->decisions[*last_idx], 1);
+}
+
+const char *rt_metrics_decision_stage(const struct rt_metrics *m, unsigned i)
+{
+	static const char *const stages[3] = {"plain", "prefill", "decode"};
+	if (i >= RT_METRICS_LABELS - 1)
+		return "other";
+	char k = m->labels[i].s[0];
+	return k >= '0' && k <= '2' ? stages[k - '0'] : "other";
 }
 
 void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code)
@@ -247,6 +266,27 @@ void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row)
 	struct rt_metrics_row *r = row_of(m, row);
 	if (r)
 		add(&r->client_cancels, 1);
+}
+
+void rt_metrics_stale_request(struct rt_metrics *m, unsigned row)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r)
+		add(&r->stale, 1);
+}
+
+void rt_metrics_reselected(struct rt_metrics *m, unsigned row, uint32_t n)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r && n > 0)
+		add(&r->reselected, n);
+}
+
+void rt_metrics_input_ids(struct rt_metrics *m, unsigned row, enum rt_input_ids o)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (r && (unsigned)o < RT_INPUT_IDS_COUNT_)
+		add(&r->input_ids[o], 1);
 }
 
 void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta)
@@ -383,6 +423,34 @@ static void render_cache(struct rt_buf *b, struct rt_metrics *m)
 		rt_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", plain[i].name,
 			      plain[i].help, plain[i].name, plain[i].name,
 			      (unsigned long long)cache_sum(m, plain[i].off));
+	rt_buf_puts(b, "# HELP switchyard_cache_monitor_decisions_total cache_aware decisions by "
+		       "the load source they compared engines by: load_report (every load read was "
+		       "a fresh native report) or router_local (router in-flight counts).\n"
+		       "# TYPE switchyard_cache_monitor_decisions_total counter\n");
+	for (int k = 0; k < CACHE_MONITOR_SOURCES_; k++)
+		rt_buf_printf(b, "switchyard_cache_monitor_decisions_total{source=\"%s\"} %llu\n",
+			      cache_monitor_source_name((enum cache_monitor_source)k),
+			      (unsigned long long)cache_sum(m, CACHE_OFF(monitor) +
+								   k * sizeof(uint64_t)));
+	rt_buf_puts(b, "# HELP switchyard_diverted_overlap_blocks Prefix depth (blocks) of the "
+		       "deepest cache candidate a queue-gate diversion gave up "
+		       "(cache_worker_queued decisions).\n"
+		       "# TYPE switchyard_diverted_overlap_blocks histogram\n");
+	uint64_t cum = 0;
+	for (int h = 0; h <= CACHE_DIVERTED_EDGES; h++) {
+		cum += cache_sum(m, CACHE_OFF(diverted) + h * sizeof(uint64_t));
+		if (h < CACHE_DIVERTED_EDGES)
+			rt_buf_printf(b, "switchyard_diverted_overlap_blocks_bucket{le=\"%llu\"} %llu\n",
+				      (unsigned long long)cache_diverted_edges[h],
+				      (unsigned long long)cum);
+		else
+			rt_buf_printf(b, "switchyard_diverted_overlap_blocks_bucket{le=\"+Inf\"} %llu\n",
+				      (unsigned long long)cum);
+	}
+	rt_buf_printf(b, "switchyard_diverted_overlap_blocks_sum %llu\n"
+			 "switchyard_diverted_overlap_blocks_count %llu\n",
+		      (unsigned long long)cache_sum(m, CACHE_OFF(diverted_sum)),
+		      (unsigned long long)cum);
 	rt_buf_printf(b,
 		      "# HELP switchyard_digest_memo_pages_total Prompt pages hashed through the "
 		      "per-process digest memo: hit (served from the memo) or miss (SHA-256).\n"
@@ -441,6 +509,29 @@ static void render_region_counters(struct rt_buf *b, struct statebus_region *reg
 			 "plane (heartbeat within 5 s).\n# TYPE switchyard_statebus_live gauge\n"
 			 "switchyard_statebus_live %d\n",
 		      statebus_daemon_live(region, sy_mono_ns(), 5000000000ull) ? 1 : 0);
+}
+
+const char *const rt_cache_signal_names[RT_CACHE_SIGNAL_COUNT_] = {
+	"ok", "predicted", "no_kv_events", "block_size_mismatch", "bad_kv_facts", "index_off"};
+
+unsigned rt_metrics_cache_signal(const struct statebus_region *region, uint32_t slot,
+				 const struct statebus_worker *w, bool index_off)
+{
+	if (index_off)
+		return RT_CACHE_SIGNAL_INDEX_OFF;
+	if (w->kv_rejected == STATEBUS_KV_BLOCK_SIZE_MISMATCH)
+		return RT_CACHE_SIGNAL_BLOCK_SIZE_MISMATCH;
+	if (w->kv_rejected == STATEBUS_KV_BAD_FACTS)
+		return RT_CACHE_SIGNAL_BAD_FACTS;
+	if (w->has_cache_signal && w->kv_rejected == STATEBUS_KV_OK)
+		return RT_CACHE_SIGNAL_OK;
+	struct statebus_predict_worker pw;
+	if (region != NULL && statebus_predict_worker_read(region, slot, &pw) == SY_OK &&
+	    (pw.worker_gen == 0 || pw.worker_gen == w->generation) && /* 0: no entries yet */
+	    pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED &&
+	    w->kv_block_size > 0)
+		return RT_CACHE_SIGNAL_PREDICTED;
+	return RT_CACHE_SIGNAL_NO_KV_EVENTS;
 }
 
 int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
@@ -531,11 +622,18 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 	for (int i = 0; i < 5; i++)
 		rt_buf_puts(&lb[i], lfam[i]);
 	uint64_t now_ns = sy_mono_ns();
-	struct rt_buf sigs = {0};
-	rt_buf_puts(&sigs, "# HELP switchyard_worker_cache_signal 1 for the source of the worker's "
-			   "cache state in the index: events (KV events, predictions bridge their "
-			   "delay), predicted (approximate mode: no KV events, predictions only), "
-			   "none (routed on load).\n# TYPE switchyard_worker_cache_signal gauge\n");
+	struct rt_buf sig = {0}, untr = {0};
+	rt_buf_puts(&sig, "# HELP switchyard_worker_cache_signal The worker's cache signal, one "
+			  "sample per state, 1 for the current one: ok (KV events indexed), "
+			  "predicted (no KV events: dispatch predictions only), no_kv_events, "
+			  "block_size_mismatch (disagrees with its model's block size: not indexed), "
+			  "bad_kv_facts, index_off (statebus.index off).\n"
+			  "# TYPE switchyard_worker_cache_signal gauge\n");
+	rt_buf_puts(&untr, "# HELP switchyard_kv_event_stream_untrusted 1 while a KV-event stream "
+			   "(worker, DP rank) saw a gap or stale batch since its last reset or "
+			   "AllBlocksCleared.\n# TYPE switchyard_kv_event_stream_untrusted gauge\n");
+	bool index_off = region != NULL &&
+			 statebus_index_mode(region) == STATEBUS_INDEX_MODE_OFF;
 	uint64_t n_workers[3] = {0, 0, 0};
 	int64_t active = 0;
 	uint32_t cap = region ? statebus_workers_capacity(region) : 0;
@@ -576,17 +674,6 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		struct statebus_health h;
 		if (statebus_health_read(region, slot, &h) != SY_OK || h.worker_gen != w.generation)
 			memset(&h, 0, sizeof(h));
-		struct statebus_predict_worker pw;
-		const char *sig = "none";
-		if (w.has_cache_signal && w.kv_rejected == STATEBUS_KV_OK)
-			sig = "events";
-		else if (w.kv_block_size > 0 && statebus_predict_worker_read(region, slot, &pw) == SY_OK &&
-			 pw.cache_signal == STATEBUS_CACHE_SIGNAL_PREDICTED)
-			sig = "predicted";
-		static const char *const sig_names[3] = {"events", "predicted", "none"};
-		for (int i = 0; i < 3; i++)
-			rt_buf_printf(&sigs, "switchyard_worker_cache_signal{%s,signal=\"%s\"} %d\n", l,
-				      sig_names[i], strcmp(sig, sig_names[i]) == 0);
 		rt_buf_printf(&hb[0], "switchyard_worker_passive_down{%s} %d\n", l,
 			      h.down_since_ns != 0);
 		rt_buf_printf(&hb[1], "switchyard_worker_stalled{%s} %d\n", l, h.stalled_since_ns != 0);
@@ -610,7 +697,36 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			rt_buf_printf(&lb[4], "switchyard_worker_load_kv_capacity_tokens{%s} %llu\n",
 				      l, (unsigned long long)lv.max_total_num_tokens);
 		}
+		unsigned st = rt_metrics_cache_signal(region, slot, &w, index_off);
+		for (unsigned k = 0; k < RT_CACHE_SIGNAL_COUNT_; k++)
+			rt_buf_printf(&sig, "switchyard_worker_cache_signal{%s,state=\"%s\"} %d\n", l,
+				      rt_cache_signal_names[k], k == st);
+		uint32_t ranks = w.dp_size ? w.dp_size : 1;
+		if (ranks > statebus_load_max_ranks(region))
+			ranks = statebus_load_max_ranks(region);
+		for (uint32_t k = 0; st == RT_CACHE_SIGNAL_OK && k < ranks; k++) {
+			struct statebus_stream sm;
+			if (statebus_stream_read(region, slot, k, &sm) != SY_OK ||
+			    sm.worker_gen != w.generation)
+				continue;
+			rt_buf_puts(&untr, "switchyard_kv_event_stream_untrusted{worker_url=\"");
+			label_esc(&untr, w.id);
+			rt_buf_printf(&untr, "\",rank=\"%u\"} %d\n", k, sm.untrusted ? 1 : 0);
+		}
 		rt_buf_free(&lab);
+	}
+	rt_buf_put(&b, sig.p, sig.n);
+	rt_buf_put(&b, untr.p, untr.n);
+	b.oom |= sig.oom || untr.oom;
+	rt_buf_free(&sig);
+	rt_buf_free(&untr);
+	if (region != NULL) {
+		struct statebus_index_stats ist;
+		statebus_index_stats(region, &ist);
+		rt_buf_printf(&b, "# HELP switchyard_kv_tree_blocks Blocks (block positions) in the "
+				  "statebus's radix index of the host; 0 with statebus.index off.\n"
+				  "# TYPE switchyard_kv_tree_blocks gauge\nswitchyard_kv_tree_blocks %u\n",
+			      ist.nodes);
 	}
 	if (gauges.p)
 		rt_buf_put(&b, gauges.p, gauges.n);
@@ -632,11 +748,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			b.oom = true;
 		rt_buf_free(&lb[i]);
 	}
-	if (sigs.p)
-		rt_buf_put(&b, sigs.p, sigs.n);
-	if (gauges.oom || health.oom || cbs.oom || sigs.oom)
+	if (gauges.oom || health.oom || cbs.oom)
 		b.oom = true;
-	rt_buf_free(&sigs);
 	rt_buf_free(&gauges);
 	rt_buf_free(&health);
 	rt_buf_free(&cbs);
@@ -652,8 +765,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		      (unsigned long long)n_workers[2], (long long)active);
 
 	/* Labelled by interned strings. */
-	rt_buf_puts(&b, "# HELP switchyard_policy_decisions_total Engine picks, by policy and "
-			"reason.\n# TYPE switchyard_policy_decisions_total counter\n");
+	rt_buf_puts(&b, "# HELP switchyard_policy_decisions_total Engine picks, by stage "
+			"(plain, prefill, decode), policy and reason.\n# TYPE switchyard_policy_decisions_total counter\n");
 	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
 		uint64_t v = 0;
 		for (unsigned p = 0; p < m->procs; p++)
@@ -662,7 +775,8 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 			continue;
 		const char *pol = i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other";
 		const char *rea = i < RT_METRICS_LABELS - 1 ? pol + strlen(pol) + 1 : "other";
-		rt_buf_puts(&b, "switchyard_policy_decisions_total{policy=\"");
+		rt_buf_printf(&b, "switchyard_policy_decisions_total{stage=\"%s\",policy=\"",
+			      rt_metrics_decision_stage(m, i));
 		label_esc(&b, pol);
 		rt_buf_puts(&b, "\",reason=\"");
 		label_esc(&b, rea);
@@ -694,6 +808,53 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		label_esc(&b, i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other");
 		rt_buf_printf(&b, "\"} %llu\n", (unsigned long long)v);
 	}
+	/* sticky decisions by outcome: the sticky policy's reasons (sticky.c) */
+	static const struct {
+		const char *reason, *outcome;
+	} sticky_map[] = {{"sticky_hit", "hit"},
+			  {"sticky_new", "assigned"},
+			  {"sticky_remap", "remap"},
+			  {"no_routing_key", "no_routing_key"}};
+	rt_buf_puts(&b, "# HELP switchyard_sticky_total sticky policy decisions, by outcome (hit, "
+			"assigned, remap, no_routing_key).\n# TYPE switchyard_sticky_total counter\n");
+	for (size_t k = 0; k < sizeof(sticky_map) / sizeof(sticky_map[0]); k++) {
+		uint64_t v = 0;
+		for (unsigned i = 0; i < RT_METRICS_LABELS - 1; i++) {
+			const char *pol = m->labels[i].s + 2;
+			if (rt_metrics_decision_stage(m, i)[0] == 'o' || strcmp(pol, "sticky") != 0 ||
+			    strcmp(pol + strlen(pol) + 1, sticky_map[k].reason) != 0)
+				continue;
+			for (unsigned p = 0; p < m->procs; p++)
+				v += get(&m->rows[p].decisions[i]);
+		}
+		rt_buf_printf(&b, "switchyard_sticky_total{outcome=\"%s\"} %llu\n",
+			      sticky_map[k].outcome, (unsigned long long)v);
+	}
+	uint64_t stale = 0, reselected = 0, ids[RT_INPUT_IDS_COUNT_] = {0};
+	for (unsigned p = 0; p < m->procs; p++) {
+		stale += get(&m->rows[p].stale);
+		reselected += get(&m->rows[p].reselected);
+		for (unsigned o = 0; o < RT_INPUT_IDS_COUNT_; o++)
+			ids[o] += get(&m->rows[p].input_ids[o]);
+	}
+	rt_buf_printf(&b, "# HELP switchyard_stale_requests_total Requests ended because they "
+			  "outlived --request-timeout-secs (504 upstream_timeout).\n"
+			  "# TYPE switchyard_stale_requests_total counter\n"
+			  "switchyard_stale_requests_total{outcome=\"expired\"} %llu\n"
+			  "# HELP switchyard_selection_reselected_total Picks redone in their group "
+			  "because the picked worker was removed inside the fleet snapshot window.\n"
+			  "# TYPE switchyard_selection_reselected_total counter\n"
+			  "switchyard_selection_reselected_total %llu\n"
+			  "# HELP switchyard_input_ids_forwarding_total Chat requests dispatched, by "
+			  "whether the router's token ids went to the engine as input_ids.\n"
+			  "# TYPE switchyard_input_ids_forwarding_total counter\n"
+			  "switchyard_input_ids_forwarding_total{outcome=\"forwarded\"} %llu\n"
+			  "switchyard_input_ids_forwarding_total{outcome=\"disabled\"} %llu\n"
+			  "switchyard_input_ids_forwarding_total{outcome=\"ineligible\"} %llu\n",
+		      (unsigned long long)stale, (unsigned long long)reselected,
+		      (unsigned long long)ids[RT_INPUT_IDS_FORWARDED],
+		      (unsigned long long)ids[RT_INPUT_IDS_DISABLED],
+		      (unsigned long long)ids[RT_INPUT_IDS_INELIGIBLE]);
 	rt_buf_puts(&b, "# HELP switchyard_stream_outcome_total Streamed responses, by outcome.\n"
 			"# TYPE switchyard_stream_outcome_total counter\n");
 	for (unsigned o = 0; o < RT_STREAM_COUNT_; o++) {

@@ -63,6 +63,16 @@ enum rt_stream_outcome {
 	RT_STREAM_COUNT_
 };
 
+/* Input-ids forwarding of a dispatched chat request
+ * (switchyard_input_ids_forwarding_total{outcome}). */
+enum rt_input_ids {
+	RT_INPUT_IDS_FORWARDED = 0, /* the body carried the router's token ids */
+	RT_INPUT_IDS_DISABLED,      /* router.disable_input_ids_forwarding */
+	RT_INPUT_IDS_INELIGIBLE,    /* tokenizer not hf with a known template, or a
+				       request shape SGLang does not forward */
+	RT_INPUT_IDS_COUNT_
+};
+
 /* Creates the shared mapping for `procs` rows and `max_workers` per-worker
  * cells (master, before fork). Returns NULL on failure (errno set). */
 struct rt_metrics *rt_metrics_create(unsigned procs, unsigned max_workers);
@@ -73,8 +83,13 @@ void rt_metrics_request(struct rt_metrics *m, unsigned row, enum route route);
 void rt_metrics_response(struct rt_metrics *m, unsigned row, enum route route, int status);
 void rt_metrics_worker(struct rt_metrics *m, unsigned row, uint32_t worker_slot,
 		       enum rt_outcome outcome);
-void rt_metrics_decision(struct rt_metrics *m, unsigned row, const char *policy,
+/* One policy decision of stage `stage` (enum engine_stage: 0 plain, 1
+ * prefill, 2 decode; a PD request records two). */
+void rt_metrics_decision(struct rt_metrics *m, unsigned row, unsigned stage, const char *policy,
 			 const char *reason);
+/* The stage label ("plain", "prefill", "decode", "other") of interned
+ * decision label i. */
+const char *rt_metrics_decision_stage(const struct rt_metrics *m, unsigned i);
 void rt_metrics_selection_failure(struct rt_metrics *m, unsigned row, const char *code);
 void rt_metrics_duration(struct rt_metrics *m, unsigned row, uint64_t ns);
 /* The edge's figures of process `row`: body bytes held now (a gauge) and
@@ -90,6 +105,14 @@ void rt_metrics_pool_replaced(struct rt_metrics *m, unsigned row);
 /* A client went away before its inference answer ended. */
 void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row);
 void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param);
+/* A request ended by the whole-request timeout (--request-timeout-secs):
+ * switchyard_stale_requests_total{outcome="expired"}. */
+void rt_metrics_stale_request(struct rt_metrics *m, unsigned row);
+/* `n` picks of one selection were redone in their group because the picked
+ * worker had been removed since the fleet snapshot (selection.reselected). */
+void rt_metrics_reselected(struct rt_metrics *m, unsigned row, uint32_t n);
+/* The input-ids outcome of one dispatched chat request. */
+void rt_metrics_input_ids(struct rt_metrics *m, unsigned row, enum rt_input_ids o);
 
 /* Adds one process's cache counter deltas (router_gen_cache_delta,
  * router/core/generation.h) to row `row`: cache_aware decisions, admission and

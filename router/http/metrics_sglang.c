@@ -33,6 +33,8 @@ static const char *const slim_families[] = {
 	"cache_admission_evaluated_total", "cache_admission_rejected_total",
 	"cache_pressure_guard_compared_total", "cache_pressure_guard_override_total",
 	"cache_aware_decisions_total", "sampling_contract_rejections_total", "retries_total",
+	"stale_requests_total", "sticky_total", "cache_monitor_decisions_total",
+	"input_ids_forwarding_total",
 };
 
 static bool slim_family(const char *name, size_t len)
@@ -274,14 +276,23 @@ static void picks_text(struct rt_buf *b, struct rt_metrics *m)
 {
 	rt_buf_puts(b, "# HELP smg_worker_selection_total Worker selection events by policy\n"
 		       "# TYPE smg_worker_selection_total counter\n");
+	/* One sample per policy: summed over stages and reasons. */
+	uint64_t v[RT_METRICS_LABELS];
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++)
+		v[i] = sum_rows(m, ROW_OFF(decisions) + i * sizeof(uint64_t));
 	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
-		uint64_t v = sum_rows(m, ROW_OFF(decisions) + i * sizeof(uint64_t));
-		if (v == 0)
+		if (v[i] == 0)
 			continue;
 		const char *pol = i < RT_METRICS_LABELS - 1 ? m->labels[i].s + 2 : "other";
+		uint64_t sum = v[i];
+		for (unsigned j = i + 1; j < RT_METRICS_LABELS - 1; j++)
+			if (v[j] != 0 && strcmp(m->labels[j].s + 2, pol) == 0) {
+				sum += v[j];
+				v[j] = 0;
+			}
 		rt_buf_puts(b, "smg_worker_selection_total{connection_mode=\"http\",policy=\"");
 		escaped(b, pol);
-		rt_buf_printf(b, "\"} %llu\n", (unsigned long long)v);
+		rt_buf_printf(b, "\"} %llu\n", (unsigned long long)sum);
 	}
 	rt_buf_printf(b,
 		      "# HELP smg_worker_retries_total Total retry attempts\n"

@@ -9,7 +9,7 @@
  *   otherwise (telemetry fallback) → load = router-local in-flight, for all.
  * SGLang min-max scales the loads and takes the best; scaling keeps the
  * order and the ties, so the least load wins directly. Ties are broken by a
- * rotating cursor (per policy instance and process): the k-th tie of a pick
+ * rotating cursor (the group's shared cursor, policy_rotate): the k-th tie of a pick
  * takes tied[cursor mod k]. Admission runs once, on the winner; a rejection
  * is PICK_ADMISSION_REJECTED. No allocation: ties are found in two passes.
  */
@@ -39,8 +39,7 @@ static enum pick_outcome lb_pick(struct policy *p, struct pick_ctx *ctx, struct 
 			ties++;
 		}
 	}
-	size_t want = (size_t)(p->cursor % ties), win = 0;
-	p->cursor++;
+	size_t want = (size_t)(policy_rotate(p, ctx) % ties), win = 0;
 	for (size_t i = 0; i < ctx->n; i++) {
 		if (load_of(&ctx->cands[i].load, fresh) != best)
 			continue;

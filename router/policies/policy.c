@@ -13,11 +13,13 @@
 #include "router/policies/cache/cache_aware.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 /* ---- names ------------------------------------------------------------- */
 
@@ -143,6 +145,45 @@ int policy_set_affinity(struct policy *p, enum policy_kind fallback, uint32_t fa
 		return SY_EINVAL;
 	}
 	return fallback_new(p, fallback, fallback_n ? fallback_n : 2, why);
+}
+
+void policy_set_rotation(struct policy *p, const char *bucket_id, enum engine_stage stage)
+{
+	char id[320];
+	int n = snprintf(id, sizeof(id), "rotation:%u:%s", (unsigned)stage, bucket_id);
+	if (n < 0)
+		return;
+	size_t len = (size_t)n < sizeof(id) ? (size_t)n : sizeof(id) - 1;
+	uint64_t key = XXH3_64bits(id, len);
+	p->rotation_key = key != 0 ? key : 1;
+	p->rotation_region = NULL;
+	if (p->fallback != NULL) {
+		n = snprintf(id, sizeof(id), "rotation:%u:%s:fallback", (unsigned)stage, bucket_id);
+		len = n > 0 && (size_t)n < sizeof(id) ? (size_t)n : sizeof(id) - 1;
+		key = XXH3_64bits(id, len);
+		p->fallback->rotation_key = key != 0 ? key : 1;
+		p->fallback->rotation_region = NULL;
+	}
+}
+
+uint64_t policy_rotate(struct policy *p, const struct pick_ctx *ctx)
+{
+	const struct statebus_region *r = ctx->region;
+	if (r != NULL && p->rotation_key != 0) {
+		uint64_t v;
+		if (p->rotation_region == r &&
+		    statebus_cursor_next(r, p->rotation_idx, p->rotation_key, &v) == SY_OK)
+			return v;
+		uint32_t idx;
+		if (statebus_cursor_find(r, p->rotation_key, &idx) == SY_OK &&
+		    statebus_cursor_next(r, idx, p->rotation_key, &v) == SY_OK) {
+			p->rotation_region = r;
+			p->rotation_idx = idx;
+			return v;
+		}
+		p->rotation_region = NULL;
+	}
+	return p->cursor++;
 }
 
 void policy_destroy(struct policy *p)

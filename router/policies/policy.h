@@ -13,9 +13,12 @@
  * per pick (pick_ctx_load), so a policy that looks at two engines pays for
  * two.
  *
- * Policies own their state (a round-robin cursor, the affinity
- * policies' handles) inside `struct policy`, which lives in a configuration generation
- * (router/core/generation.h): process-local, single-threaded, reset by a reload.
+ * Policies own their state (the affinity policies' handles, cache_aware's
+ * settings) inside `struct policy`, which lives in a configuration
+ * generation (router/core/generation.h): process-local, single-threaded,
+ * reset by a reload. Rotation cursors are the exception: one per engine
+ * group in the state plane (policy_rotate; statebus cursors.c), shared by
+ * every router process of the host and kept across reloads.
  *
  * Implemented here: round_robin (policies/round_robin.c), random
  * (policies/random.c), power_of_n (policies/power_of_n.c; power_of_two =
@@ -131,7 +134,12 @@ struct policy {
 	struct admission_limits admission;
 	uint32_t n_choices;   /* power_of_n: N (≥ 1; default 2) */
 	uint64_t cursor;      /* round_robin: next index (mod n); load_based:
-				 tie-break rotation; per process */
+				 tie-break rotation; the process-local cursor,
+				 used only without a shared one (policy_rotate) */
+	uint64_t rotation_key; /* the group's shared cursor in the state plane
+				  (policy_set_rotation); 0 = none */
+	const struct statebus_region *rotation_region; /* region of rotation_idx */
+	uint32_t rotation_idx;
 	uint32_t idle_ttl_ms; /* session_aware, sticky: binding idle TTL
 				 (default STATEBUS_AFFINITY_DEFAULT_TTL_MS) */
 	struct policy *fallback; /* session_aware: power_of_n (N = n_choices);
@@ -161,6 +169,19 @@ int policy_init(struct policy *p, enum policy_kind kind, enum engine_stage stage
  * policy kind or a fallback that cannot be one; SY_ENOMEM. */
 int policy_set_affinity(struct policy *p, enum policy_kind fallback, uint32_t fallback_n,
 			uint32_t idle_ttl_ms, const char **why);
+
+/* Names the group `p` serves — bucket `bucket_id`, stage — so that its
+ * rotation (round_robin, load_based ties, a sticky fallback's round_robin)
+ * uses one cursor in the state plane shared by every router process of the
+ * host: key = XXH3-64 of "rotation:{stage}:{bucket_id}" (the fallback's
+ * with ":fallback"). */
+void policy_set_rotation(struct policy *p, const char *bucket_id, enum engine_stage stage);
+
+/* The next value of p's rotation: the shared cursor of its group in
+ * ctx->region (found on first use, atomic add), or the process-local
+ * p->cursor when there is no region, no key or no room in the cursor
+ * table. Never blocks. */
+uint64_t policy_rotate(struct policy *p, const struct pick_ctx *ctx);
 
 /* Releases what policy_init acquired. */
 void policy_destroy(struct policy *p);

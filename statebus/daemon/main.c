@@ -64,7 +64,8 @@ static void usage(FILE *f)
 		"         [--discovery-backoff-ms N] [--discovery-retry-ms N]\n"
 		"         [--replay-timeout-ms N] [--heartbeat-interval-ms N]\n"
 		"         [--prediction-ttl-ms N] [--prediction-drain-ms N]\n"
-		"         [--prediction-capacity-tokens N]\n"
+		"         [--prediction-capacity-tokens N] [--index auto|on|off]\n"
+		"         [--kv-events on|off]\n"
 		"Every flag is the YAML key of the same name under `statebus:` (docs/statebus.md).\n");
 }
 
@@ -237,8 +238,9 @@ static void periodic(struct sbd *d, uint64_t now)
 	/* Predictions (predict.c): drained every loop turn, at most
 	 * statebus.prediction_drain_ms apart (the poll timeout); expiry swept
 	 * 16 times per TTL (10 ms to 1 s apart). */
-	(void)statebus_predict_drain(d->r, now, SBD_PREDICT_BURST);
-	if (now >= d->next_predict_sweep_ns) {
+	if (d->index_on)
+		(void)statebus_predict_drain(d->r, now, SBD_PREDICT_BURST);
+	if (d->index_on && now >= d->next_predict_sweep_ns) {
 		uint64_t ttl = (uint64_t)d->cfg.statebus.prediction_ttl_ms * 1000000u;
 		(void)statebus_predict_sweep(d->r, now, ttl);
 		uint64_t every = ttl / 16;
@@ -262,7 +264,11 @@ static int run(struct sbd *d)
 			sy_error("out of memory building the poll set");
 			break;
 		}
-		int timeout = d->cfg.statebus.prediction_drain_ms < 50 ? d->cfg.statebus.prediction_drain_ms : 50;
+		/* predictions are drained at least every prediction_drain_ms
+		 * while the index is on; without it nothing needs the short wait */
+		int timeout = d->index_on && d->cfg.statebus.prediction_drain_ms < 50
+				      ? d->cfg.statebus.prediction_drain_ms
+				      : 50;
 		int rc = zmq_poll(items, (int)n, timeout);
 		if (rc < 0) {
 			if (zmq_errno() == EINTR)
@@ -368,7 +374,26 @@ static int start(struct sbd *d)
 		sy_error("vLLM id map of %d blocks: out of memory", d->cfg.statebus.vllm_map_blocks);
 		return 1;
 	}
-	keep_index(d);
+	char why[192];
+	(void)sy_config_index_needed(&d->cfg, why, sizeof(why));
+	d->index_on = sy_config_index_on(&d->cfg);
+	statebus_index_mode_set(d->r, d->index_on ? STATEBUS_INDEX_MODE_ON : STATEBUS_INDEX_MODE_OFF);
+	if (d->index_on) {
+		keep_index(d);
+		sy_info("index on (%s)", d->cfg.statebus.index == SY_INDEX_ON ? "statebus.index on"
+					 : why[0] ? why
+						  : "the configuration names no policy");
+	} else {
+		/* No tree: whatever a previous statebus left is emptied, and
+		 * nothing is stored again (no KV subscriptions, no drain). */
+		d->index_kept = false;
+		sbd_apply_reset(d);
+		statebus_streams_set_incarnation(d->r, statebus_region_incarnation(d->r));
+		sy_info("index off (%s): load and health only",
+			d->cfg.statebus.index == SY_INDEX_OFF
+				? "statebus.index off"
+				: "no configured policy reads it");
+	}
 	for (uint32_t s = 0; s < d->n_slots; s++) {
 		(void)statebus_load_clear_worker(d->r, s); /* LoadStat refills it in ms */
 		if (!d->index_kept)

@@ -153,6 +153,9 @@ struct sbd {
 	uint64_t next_predict_sweep_ns;  /* predicted-entry expiry sweep (predict.c) */
 	bool index_kept;                 /* start-up kept the surviving index, and the
 	                                    stream records describe it (main.c) */
+	bool index_on;                   /* statebus.index resolved (sy_config_index_on):
+	                                    false = no tree, no KV-event subscriptions,
+	                                    no prediction drain; load and health only */
 };
 
 extern volatile sig_atomic_t sbd_stop;

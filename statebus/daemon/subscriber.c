@@ -179,7 +179,8 @@ static void open_rank(struct sbd *d, struct sbd_worker *w, uint32_t k)
 {
 	struct sbd_rank *rk = &w->ranks[k];
 	const struct statebus_worker *rec = &w->rec;
-	if (rec->has_cache_signal && rec->kv_rejected == STATEBUS_KV_OK && rec->kv_port_base)
+	if (d->index_on && rec->has_cache_signal && rec->kv_rejected == STATEBUS_KV_OK &&
+	    rec->kv_port_base)
 		open_kv(d, w, k);
 	if (rec->load_port_base)
 		rk->load_sub = open_socket(d, ZMQ_SUB, rec->kv_endpoint_host,

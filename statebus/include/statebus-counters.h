@@ -94,7 +94,10 @@ enum statebus_counter {
 	 * rebuilt (by replay from seq 0 where the engine offers replay). */
 	STATEBUS_CTR_KV_STREAMS_RESUMED = 59,
 	STATEBUS_CTR_KV_RESUME_REBUILDS = 60,
-	STATEBUS_CTR_COUNT_ = 61,
+	/* Rotation-cursor lookups that found the cursor table full (cursors.c):
+	 * that group rotates on a process-local cursor. */
+	STATEBUS_CTR_CURSORS_FULL = 61,
+	STATEBUS_CTR_COUNT_ = 62,
 };
 
 /* Event types of the tallies (sglang-wire.md §5 tags). */
@@ -207,6 +210,7 @@ static inline const char *statebus_counter_name(unsigned idx)
 		"switchyard_statebus_index_discarded_total",
 		"switchyard_kv_event_streams_resumed_total",
 		"switchyard_kv_event_resume_rebuilds_total",
+		"switchyard_rotation_cursors_full_total",
 	};
 	return idx < STATEBUS_CTR_COUNT_ ? names[idx] : NULL;
 }

@@ -20,7 +20,7 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 7u /* 2: radix index tables; 3: + streams table;
+#define STATEBUS_LAYOUT_VERSION 8u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
@@ -28,7 +28,9 @@
                                      6: − arena tables and root words,
                                         + proc slots high-water mark;
                                      7: + health table (passive health, stalls,
-                                        circuit breakers) */
+                                        circuit breakers);
+                                     8: + rotation cursors table, header
+                                        index mode word */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -45,6 +47,11 @@
 /* Load freshness window: a rank's report older than this is stale
  * (SGLang EngineReportedLoadTable, sglang-wire.md §13). */
 #define STATEBUS_LOAD_FRESH_NS UINT64_C(5000000000)
+
+/* Rotation cursors (cursors.c): entries of the table (one per engine
+ * group of every router of the host) and the probe window of a lookup. */
+#define STATEBUS_CURSORS 512u
+#define STATEBUS_CURSOR_PROBES 64u
 
 /* Hard limits checked at creation and attach (SY_ERANGE / SY_EMALFORMED). */
 #define STATEBUS_MAX_WORKERS_LIMIT 65536u
@@ -106,6 +113,7 @@ struct statebus_header_info {
 	int32_t daemon_pid;             /* 0 = no statebus announced */
 	uint64_t daemon_start_time;     /* /proc/<pid>/stat field 22, clock ticks */
 	uint64_t daemon_heartbeat_ns;   /* CLOCK_MONOTONIC of the last heartbeat */
+	uint32_t index_mode;            /* enum statebus_index_mode */
 	/* Offsets (bytes from the region start) and sizes of every table. */
 	uint64_t procs_off, procs_size;
 	uint64_t workers_off, workers_size;
@@ -121,6 +129,15 @@ struct statebus_header_info {
 	uint64_t predict_entries_off, predict_entries_size; /* predicted-entry pool + its
 	                                                       buckets + per-worker lists */
 	uint64_t health_off, health_size;                 /* passive health / breakers */
+	uint64_t cursors_off, cursors_size;               /* rotation cursors */
+};
+
+/* Whether the statebus builds the radix index (statebus.index). */
+enum statebus_index_mode {
+	STATEBUS_INDEX_MODE_UNKNOWN = 0, /* no statebus has said */
+	STATEBUS_INDEX_MODE_ON = 1,      /* KV events and predictions are indexed */
+	STATEBUS_INDEX_MODE_OFF = 2,     /* no tree: no KV-event subscriptions,
+	                                    no predictions; load and health only */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -126,6 +126,13 @@ void statebus_daemon_heartbeat(struct statebus_region *r, uint64_t now_ns);
 void statebus_daemon_withdraw(struct statebus_region *r);
 bool statebus_daemon_live(const struct statebus_region *r, uint64_t now_ns, uint64_t max_age_ns);
 
+/* Whether the statebus builds the radix index (statebus.index): set by the
+ * statebus before it announces itself, kept after it exits (the index it
+ * left is as it was); STATEBUS_INDEX_MODE_UNKNOWN until a statebus set it.
+ * Routers skip predictions (statebus_predict_push) while it is OFF. */
+void statebus_index_mode_set(struct statebus_region *r, enum statebus_index_mode mode);
+enum statebus_index_mode statebus_index_mode(const struct statebus_region *r);
+
 /* Counters block (STATEBUS_COUNTERS_MAX words). add is atomic from any
  * process; idx out of range is ignored / reads 0. */
 void statebus_counter_add(struct statebus_region *r, unsigned idx, uint64_t delta);
@@ -659,5 +666,33 @@ int statebus_affinity_read(const struct statebus_region *r, uint32_t index,
 
 /* Occupancy (scans the table: O(capacity)) and counters. */
 void statebus_affinity_stats(const struct statebus_region *r, struct statebus_affinity_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* Rotation cursors (cursors.c)                                             */
+/*
+ * One shared counter per engine group (key: a non-zero 64-bit digest of the
+ * group's identity, chosen by the caller), so that round-robin rotation is
+ * one sequence for every router process of the host. Entries are claimed
+ * once and never released; the table holds STATEBUS_CURSORS of them.
+ */
+
+/* Finds or claims the cursor of `key` (≠ 0): *idx. Errors: SY_EINVAL,
+ * SY_EPERM (read-only attach), SY_ENOSPC (no free entry within
+ * STATEBUS_CURSOR_PROBES; counted as switchyard_rotation_cursors_full_total):
+ * the caller rotates on a process-local cursor. Lock-free. */
+int statebus_cursor_find(const struct statebus_region *r, uint64_t key, uint32_t *idx);
+
+/* Advances cursor `idx` (found for `key`) by one with an atomic add and
+ * returns its previous value in *value. SY_ENOENT when the entry does not
+ * hold `key` (find it again); SY_EINVAL. Lock-free, never blocks. */
+int statebus_cursor_next(const struct statebus_region *r, uint32_t idx, uint64_t key,
+			 uint64_t *value);
+
+/* Copy of entry `idx` for tools and tests (key 0 = free). SY_EINVAL. */
+int statebus_cursor_read(const struct statebus_region *r, uint32_t idx, uint64_t *key,
+			 uint64_t *value);
+
+/* Entries of the cursor table (0 for NULL). */
+uint32_t statebus_cursors_capacity(const struct statebus_region *r);
 
 #endif

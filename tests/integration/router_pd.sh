@@ -26,6 +26,10 @@ curl -fsS -D "$T/h" -o "$T/b" -d "$body" "$RURL/v1/chat/completions" || rt_fail 
 grep -qi "^x-switchyard-worker: $durl" "$T/h" || rt_fail "x-switchyard-worker is not the decode worker"
 grep -qi "^x-switchyard-prefill-worker: $purl" "$T/h" || rt_fail "no x-switchyard-prefill-worker"
 grep -qi "^x-sgl-decode-url: $durl" "$T/h" || rt_fail "no x-sgl-decode-url"
+# Both stages' decisions: the decode's in x-switchyard-reason, the prefill's
+# beside it (default buckets: power_of_n for both stages).
+grep -qi "^x-switchyard-reason: power_of_n" "$T/h" || rt_fail "no decode x-switchyard-reason"
+grep -qi "^x-switchyard-prefill-reason: power_of_n" "$T/h" || rt_fail "no x-switchyard-prefill-reason: $(cat "$T/h")"
 rt_json 'd["usage"]["completion_tokens"] == 4' <"$T/b" >/dev/null
 
 curl -fsS -N -o "$T/s" -d '{"model":"m1","messages":[{"role":"user","content":"stream"}],"max_tokens":3,"stream":true}' \
@@ -44,4 +48,18 @@ for u in "$purl" "$durl"; do
   curl -fsS "$u/mock/stats" | rt_json 'd["requests"] == 7' >/dev/null ||
     rt_fail "$u served $(curl -fsS "$u/mock/stats" | rt_json 'd["requests"]') requests, not 7"
 done
+# One decision per stage per request: 7 prefill and 7 decode, none plain.
+curl -fsS "$RURL/metrics" >"$T/m"
+for stage in prefill decode; do
+  n=$(awk -v s="$stage" 'index($0, "switchyard_policy_decisions_total{stage=\"" s "\"") == 1 {t += $NF} END {print t + 0}' "$T/m")
+  [ "$n" = 7 ] || rt_fail "$stage decisions: $n, want 7: $(grep policy_decisions "$T/m")"
+done
+grep -q '^switchyard_policy_decisions_total{stage="plain"' "$T/m" && rt_fail "plain decisions counted for PD requests"
+
+# --no-decision-headers turns the prefill reason off with the others.
+kill -TERM "$RPID"; wait "$RPID" 2>/dev/null || true
+rt_router --config "$T/r.yaml" --no-decision-headers
+curl -fsS -D "$T/h2" -o /dev/null -d '{"model":"m1","messages":[{"role":"user","content":"quiet"}],"max_tokens":2}' \
+  "$RURL/v1/chat/completions" || rt_fail "PD chat without decision headers failed"
+grep -qi '^x-switchyard-' "$T/h2" && rt_fail "decision headers with --no-decision-headers: $(grep -i x-switchyard "$T/h2")"
 echo "router_pd: OK"

@@ -108,7 +108,7 @@ def part_off():
     text = body.decode()
     for u in urls:
         line = ('switchyard_worker_cache_signal{worker_url="%s",model_id="m1",mode="plain",'
-                'signal="predicted"} 1' % u)
+                'state="predicted"} 1' % u)
         check(line in text, "/metrics lacks %s" % line)
 
     def blocks_of(url):

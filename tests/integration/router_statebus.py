@@ -143,7 +143,10 @@ try:
     with open(CFG, "w") as f:
         f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s, %s]\n"
                 "router: {host: 127.0.0.1, port: %d, processes: 2, admin_api_key: sekrit}\n"
-                "policy: {type: power_of_two}\n" % (SHM, A, B, PORT))
+                "policy: {type: power_of_two}\n"
+                # power_of_two reads no index (auto would build none): the
+                # KV-event counters below need the statebus to ingest
+                "statebus: {index: on}\n" % (SHM, A, B, PORT))
 
     # ---- adopt: degraded start, then a statebus adopts the slots ----------
     rp = subprocess.Popen([ROUTER, "--config", CFG],

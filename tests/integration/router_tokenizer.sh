@@ -35,6 +35,7 @@ state: {shm_path: $SHM}
 worker_urls: [$url_a, $url_b]
 router: {processes: 1, tokenizer: {kind: hf, path: "$TOK"}}
 policy: {type: round_robin}
+statebus: {index: on}   # round_robin reads no index; the test matches prefixes in it
 Y
 "$STATEBUS" --config "$T/sy.yaml" >"$T/statebus.log" 2>&1 &
 SBPID=$!

@@ -414,6 +414,15 @@ static const struct probe probes[] = {
 	 "router: {retry_backoff_multiplier: 2.0, retry_max_retries: 2}\n"},
 	{"router.retry_jitter_factor", "router: {retry_jitter_factor: 0}\n", "router.retry_jitter_factor",
 	 "router: {retry_jitter_factor: 0, retry_max_retries: 1}\n"},
+	{"statebus.index", "statebus: {index: off}\npolicy: {type: cache_aware}\n", "statebus.index",
+	 "statebus: {index: off}\npolicy: {type: cache_aware, cache_prefix_provider: indexer, "
+	 "kv_indexer_endpoint: 'tcp://h:1'}\n"},
+	{"statebus.index", "statebus: {index: off, query_endpoint: 'tcp://127.0.0.1:5'}\n",
+	 "statebus.index", "statebus: {index: on, query_endpoint: 'tcp://127.0.0.1:5'}\n"},
+	{"statebus.index",
+	 "statebus: {index: off}\nbuckets: [{id: a, groups: {plain: {policy: {type: cache_aware}}}}]\n",
+	 "statebus.index",
+	 "statebus: {index: off}\nbuckets: [{id: a, groups: {plain: {policy: {type: round_robin}}}}]\n"},
 	{"router.sampling_param_conflict", "router: {sampling_param_conflict: allow}\n",
 	 "router.sampling_param_conflict",
 	 "router: {sampling_param_conflict: allow, override_sampling_params: '{\"top_k\": 1}'}\n"},
@@ -568,6 +577,42 @@ START_TEST(test_every_conditional_key_is_refused_where_nothing_reads_it)
 		ck_assert_msg(r != NULL && r->use == SY_CONFIG_USE_WHEN, "probe %s: no WHEN row",
 			      probes[k].row);
 	}
+}
+END_TEST
+
+/* statebus.index auto: on exactly when something reads the index. */
+START_TEST(test_index_auto_follows_the_policies_that_read_it)
+{
+	static const struct {
+		const char *yaml;
+		bool on;
+	} cases[] = {
+		{"model_id: m\n", true}, /* names no policy: the routers' are unknown */
+		{"statebus: {health_interval_ms: 500}\n", true},
+		{"policy: {type: round_robin}\n", false},
+		{"policy: {type: power_of_n}\n", false},
+		{"policy: {type: cache_aware}\n", true},
+		{"policy: {type: cache_aware, cache_prefix_provider: indexer, "
+		 "kv_indexer_endpoint: 'tcp://h:1'}\n", false}, /* remote indexer only */
+		{"statebus: {query_endpoint: 'tcp://127.0.0.1:5'}\n", true},
+		{"statebus: {index: on}\n", true},
+		{"buckets: [{id: a, groups: {plain: {policy: {type: random}}}},\n"
+		 "          {id: b, groups: {plain: {policy: {type: cache_aware}}}}]\n", true},
+		{"buckets: [{id: a, groups: {prefill: {policy: {type: cache_aware}}, decode: {}}}]\n",
+		 true},
+		{"statebus: {index: off}\npolicy: {type: random}\n", false},
+	};
+	char why[160];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_msg(run_yaml(cases[i].yaml) == SY_OK, "%s: %s", cases[i].yaml, err.msg);
+		ck_assert_msg(sy_config_index_on(&cfg) == cases[i].on, "%s", cases[i].yaml);
+		bool needed = sy_config_index_needed(&cfg, why, sizeof(why));
+		ck_assert_msg(needed == (why[0] != '\0'), "%s", cases[i].yaml);
+	}
+	ck_assert(run_yaml("buckets: [{id: a, groups: {plain: {policy: {type: cache_aware}}}}]\n") ==
+		  SY_OK);
+	ck_assert(sy_config_index_needed(&cfg, why, sizeof(why)));
+	ck_assert_str_eq(why, "buckets[0].groups.plain (cache_aware, local prefix source)");
 }
 END_TEST
 
@@ -795,6 +840,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_every_schema_key_has_exactly_one_consumer_row);
 	tcase_add_test(tc, test_every_conditional_key_is_refused_where_nothing_reads_it);
 	tcase_add_test(tc, test_cache_aware_flags_without_a_cache_aware_group_are_refused);
+	tcase_add_test(tc, test_index_auto_follows_the_policies_that_read_it);
 	tcase_add_test(tc, test_power_of_n_choices_3_with_power_of_two_is_refused);
 	tcase_add_test(tc, test_filter_overloaded_without_max_in_flight_is_refused);
 	tcase_add_test(tc, test_session_modes_without_a_session_group_are_refused);

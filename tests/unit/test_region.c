@@ -229,6 +229,36 @@ START_TEST(test_daemon_liveness_follows_pid_and_heartbeat)
 }
 END_TEST
 
+/* statebus.index as the header says it: unknown until a statebus sets it,
+ * seen by every handle, kept when the statebus withdraws, an unknown value
+ * read as unknown (nothing in the region is trusted). */
+START_TEST(test_index_mode_word)
+{
+	char path[64];
+	sbt_path(path, sizeof(path));
+	struct statebus_region *r = sbt_create(path, NULL);
+	struct statebus_region *r2 = NULL;
+	char err[256];
+	ck_assert_int_eq(statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &r2, err, sizeof(err)),
+			 SY_OK);
+	ck_assert_int_eq(statebus_index_mode(r2), STATEBUS_INDEX_MODE_UNKNOWN);
+	statebus_index_mode_set(r, STATEBUS_INDEX_MODE_OFF);
+	ck_assert_int_eq(statebus_index_mode(r2), STATEBUS_INDEX_MODE_OFF);
+	statebus_daemon_announce(r, sy_mono_ns());
+	statebus_daemon_withdraw(r);
+	ck_assert_int_eq(statebus_index_mode(r2), STATEBUS_INDEX_MODE_OFF);
+	struct statebus_header_info h;
+	statebus_region_info(r2, &h);
+	ck_assert_uint_eq(h.index_mode, STATEBUS_INDEX_MODE_OFF);
+	ck_assert_uint_gt(h.cursors_size, 0);
+	ck_assert_uint_ge(h.cursors_off, h.health_off + h.health_size);
+	r->hdr->daemon.index_mode = 77; /* a scribbled word */
+	ck_assert_int_eq(statebus_index_mode(r2), STATEBUS_INDEX_MODE_UNKNOWN);
+	statebus_region_close(r2);
+	sbt_destroy(r, path);
+}
+END_TEST
+
 START_TEST(test_ptr_rejects_out_of_region_offsets)
 {
 	char path[64];
@@ -538,6 +568,7 @@ int main(void)
 	}
 	tcase_add_test(tc, test_daemon_liveness_follows_pid_and_heartbeat);
 	tcase_add_test(tc, test_ptr_rejects_out_of_region_offsets);
+	tcase_add_test(tc, test_index_mode_word);
 	suite_add_tcase(s, tc);
 	return sy_check_run(s);
 }

@@ -84,6 +84,37 @@ const char *cache_aware_decision_name(enum cache_aware_decision d)
 	}
 }
 
+const char *cache_monitor_source_name(enum cache_monitor_source src)
+{
+	return src == CACHE_MONITOR_LOAD_REPORT ? "load_report" : "router_local";
+}
+
+const uint64_t cache_diverted_edges[CACHE_DIVERTED_EDGES] = {1,   2,   4,    8,    16,   32,   64,
+							      128, 256, 512, 1024, 2048, 4096, 8192};
+
+/* Counts the load source of one decision: the loads this pick read. */
+static void count_monitor(struct ca_state *s, const struct pick_ctx *ctx)
+{
+	bool any = false, all_native = true;
+	for (size_t i = 0; i < ctx->n; i++) {
+		if (!ctx->cands[i].load_read)
+			continue;
+		any = true;
+		all_native &= ctx->cands[i].load.native;
+	}
+	s->st.monitor[any && all_native ? CACHE_MONITOR_LOAD_REPORT : CACHE_MONITOR_ROUTER_LOCAL]++;
+}
+
+/* A queue-gate diversion gave up `blocks` of prefix. */
+static void count_diverted(struct ca_state *s, uint64_t blocks)
+{
+	size_t b = 0;
+	while (b < CACHE_DIVERTED_EDGES && blocks > cache_diverted_edges[b])
+		b++;
+	s->st.diverted[b]++;
+	s->st.diverted_sum += blocks;
+}
+
 void cache_aware_params_default(struct cache_aware_params *p)
 {
 	p->min_matched_tokens = CACHE_AWARE_MIN_MATCHED_TOKENS;
@@ -423,6 +454,7 @@ static enum pick_outcome ca_pick(struct policy *p, struct pick_ctx *ctx, struct 
 		out->worker = &ctx->cands[best];
 		out->reason = let_back ? "saturation_pin" : "cache_candidate";
 		s->st.decisions[let_back ? CACHE_AWARE_ALL_QUEUED : CACHE_AWARE_HIT]++;
+		count_monitor(s, ctx);
 		return PICK_OK;
 	}
 
@@ -448,6 +480,7 @@ static enum pick_outcome ca_pick(struct policy *p, struct pick_ctx *ctx, struct 
 				out->worker = &ctx->cands[i];
 				out->reason = "saturation_pin";
 				s->st.decisions[CACHE_AWARE_ALL_QUEUED]++;
+				count_monitor(s, ctx);
 				return PICK_OK;
 			}
 			s->st.admission_rejected++;
@@ -470,6 +503,9 @@ static enum pick_outcome ca_pick(struct policy *p, struct pick_ctx *ctx, struct 
 	size_t win = load_pick(s, ctx, s->pool, np);
 	out->reason = "no_cache_candidate";
 	s->st.decisions[nc > 0 ? CACHE_AWARE_WORKER_QUEUED : CACHE_AWARE_MISS]++;
+	count_monitor(s, ctx);
+	if (nc > 0) /* step-2 order: the deepest candidate first */
+		count_diverted(s, s->c[0].blocks);
 	if (policy_admit(p, ctx, win, out) != ADMIT_OK)
 		return PICK_ADMISSION_REJECTED;
 	out->worker = &ctx->cands[win];

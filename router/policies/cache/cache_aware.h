@@ -70,9 +70,30 @@ enum cache_aware_decision {
 	CACHE_AWARE_DECISIONS_,
 };
 
+/* Load source a decision compared engines by (cache_monitor_decisions_total
+ * {source}): every load the pick read was a fresh native report, or at
+ * least one was not (or none was read), so router-local in-flight counts
+ * decided. */
+enum cache_monitor_source {
+	CACHE_MONITOR_LOAD_REPORT = 0, /* "load_report" */
+	CACHE_MONITOR_ROUTER_LOCAL,    /* "router_local" */
+	CACHE_MONITOR_SOURCES_,
+};
+
+/* Histogram of the prefix depth a queue-gate diversion gave up
+ * (switchyard_diverted_overlap_blocks): finite bucket edges in blocks,
+ * powers of two 1 … 8192 (reference §10), then +Inf. */
+#define CACHE_DIVERTED_EDGES 14
+extern const uint64_t cache_diverted_edges[CACHE_DIVERTED_EDGES];
+
 /* Process-local counters of one instance (metrics, tests). */
 struct cache_aware_stats {
 	uint64_t decisions[CACHE_AWARE_DECISIONS_];
+	uint64_t monitor[CACHE_MONITOR_SOURCES_]; /* one per decision taken */
+	uint64_t diverted[CACHE_DIVERTED_EDGES + 1]; /* non-cumulative; last = +Inf:
+						       cache_worker_queued decisions by
+						       the deepest gated candidate's blocks */
+	uint64_t diverted_sum;          /* blocks */
 	uint64_t admission_evaluated;   /* cache_admission_evaluated_total */
 	uint64_t admission_rejected;    /* cache_admission_rejected_total */
 	uint64_t guard_compared;        /* cache_pressure_guard_compared_total */
@@ -83,6 +104,9 @@ struct cache_aware_stats {
 
 /* Static label of a decision ("cache_hit", ...). */
 const char *cache_aware_decision_name(enum cache_aware_decision d);
+
+/* Static label of a load source ("load_report", "router_local"). */
+const char *cache_monitor_source_name(enum cache_monitor_source s);
 
 /* Fills the reference defaults. */
 void cache_aware_params_default(struct cache_aware_params *p);

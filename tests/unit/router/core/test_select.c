@@ -470,9 +470,115 @@ START_TEST(test_table_moving_under_the_snapshot_reselects_once)
 	plain("http://b");
 	ck_assert_int_eq(sel_run(), SY_OK);
 	ck_assert_str_eq(sel.worker.id, "http://a"); /* cursor 0 */
-	gen->buckets[0].plain.policy.cursor = 0;
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://b"); /* cursor 1 */
 	ck_assert_int_eq(statebus_worker_remove(fx.r, a, rfx_gen(&fx, a)), SY_OK);
-	ck_assert_int_eq(sel_run(), SY_OK); /* snapshot still lists a */
+	ck_assert_int_eq(sel_run(), SY_OK); /* snapshot still lists a; cursor 2 → a */
+	ck_assert_str_eq(sel.worker.id, "http://b");
+}
+END_TEST
+
+/* A pick that raced a removal (the worker left the table inside the
+ * snapshot window) is redone in the same bucket, never handed to the next
+ * bucket while its own still has a worker. */
+START_TEST(test_pick_racing_a_removal_reselects_in_the_same_bucket)
+{
+	ck_assert_int_eq(build("workers:\n"
+			       "  - {url: http://a}\n"
+			       "  - {url: http://b}\n"
+			       "  - {url: http://c}\n"
+			       "buckets:\n"
+			       "  - {id: first, rank: 0, groups: {plain: {worker_ids: [http://a, http://b],\n"
+			       "     policy: {type: round_robin}}}}\n"
+			       "  - {id: second, rank: 1, groups: {plain: {worker_ids: [http://c],\n"
+			       "     policy: {type: round_robin}}}}\n"),
+			 SY_OK);
+	router_gen_set_fleet_refresh(gen, UINT64_C(3600) * RF_SEC);
+	uint32_t a = plain("http://a");
+	plain("http://b");
+	plain("http://c");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "first");
+	ck_assert_str_eq(sel.worker.id, "http://a");
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://b");
+	ck_assert_int_eq(statebus_worker_remove(fx.r, a, rfx_gen(&fx, a)), SY_OK);
+	/* the snapshot still lists a, and the group's cursor points at it */
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "first");
+	ck_assert_str_eq(sel.worker.id, "http://b");
+	ck_assert_uint_eq(sel.buckets_tried, 1);
+	ck_assert_uint_eq(sel.reselected, 1);
+	/* the snapshot was refreshed after the race: a is gone from it */
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://b");
+	ck_assert_uint_eq(sel.reselected, 0);
+}
+END_TEST
+
+/* Another generation (another router process, or a reload) of `yaml`. */
+static struct router_gen *build_other(const char *yaml)
+{
+	struct sy_config c2;
+	struct router_gen *g = NULL;
+	ck_assert_int_eq(sy_config_init_defaults(&c2), SY_OK);
+	ck_assert_int_eq(sy_config_load_string(&c2, "t.yaml", yaml, strlen(yaml), &cerr), SY_OK);
+	ck_assert_int_eq(sy_config_finish(&c2, &cerr), SY_OK);
+	ck_assert_int_eq(router_gen_build(&c2, 2, &g, &cerr), SY_OK);
+	router_gen_set_fleet_refresh(g, 0);
+	sy_config_free(&c2);
+	return g;
+}
+
+/* Two router processes = two generations over one region: one rotation. */
+START_TEST(test_round_robin_rotation_is_shared_by_router_processes)
+{
+	ck_assert_int_eq(build("policy: {type: round_robin}\n"), SY_OK);
+	struct router_gen *other = build_other("policy: {type: round_robin}\n");
+	plain("http://a");
+	plain("http://b");
+	const char *want[8] = {"http://a", "http://b", "http://a", "http://b",
+			       "http://a", "http://b", "http://a", "http://b"};
+	for (int i = 0; i < 8; i++) {
+		struct router_gen *g = i % 2 ? other : gen;
+		ck_assert_int_eq(router_select(g, fx.r, &req, RF_NOW, &sel, &err), SY_OK);
+		ck_assert_str_eq(sel.worker.id, want[i]);
+	}
+	/* the cursor lives in the region, not in either generation */
+	ck_assert_uint_eq(gen->buckets[0].plain.policy.cursor, 0);
+	ck_assert_uint_eq(other->buckets[0].plain.policy.cursor, 0);
+	/* a reload (a new generation) continues the rotation */
+	router_gen_unref(other);
+	other = build_other("policy: {type: round_robin}\n");
+	ck_assert_int_eq(router_select(other, fx.r, &req, RF_NOW, &sel, &err), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://a");
+	ck_assert_int_eq(router_select(other, fx.r, &req, RF_NOW, &sel, &err), SY_OK);
+	ck_assert_str_eq(sel.worker.id, "http://b");
+	router_gen_unref(other);
+}
+END_TEST
+
+/* Groups of different buckets and stages rotate independently. */
+START_TEST(test_rotation_cursor_per_group)
+{
+	ck_assert_int_eq(build("buckets:\n"
+			       "  - {id: x, limits: {max: 100}, groups: {plain: {policy: {type: round_robin}}}}\n"
+			       "  - {id: y, groups: {plain: {policy: {type: round_robin}}}}\n"),
+			 SY_OK);
+	plain("http://a");
+	plain("http://b");
+	ck_assert_uint_ne(gen->buckets[0].plain.policy.rotation_key,
+			  gen->buckets[1].plain.policy.rotation_key);
+	req.input_tokens = 10; /* x first */
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "x");
+	ck_assert_str_eq(sel.worker.id, "http://a");
+	req.input_tokens = 1000; /* y only: its own cursor starts at a */
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert_str_eq(sel.bucket_id, "y");
+	ck_assert_str_eq(sel.worker.id, "http://a");
+	req.input_tokens = 10;
+	ck_assert_int_eq(sel_run(), SY_OK);
 	ck_assert_str_eq(sel.worker.id, "http://b");
 }
 END_TEST
@@ -580,6 +686,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_sticky_from_flags_builds_with_its_fallback);
 	tcase_add_test(tc, test_invalid_enabled_slo_target_is_400);
 	tcase_add_test(tc, test_table_moving_under_the_snapshot_reselects_once);
+	tcase_add_test(tc, test_pick_racing_a_removal_reselects_in_the_same_bucket);
+	tcase_add_test(tc, test_round_robin_rotation_is_shared_by_router_processes);
+	tcase_add_test(tc, test_rotation_cursor_per_group);
 	tcase_add_test(tc, test_generation_reference_counting);
 	tcase_add_test(tc, test_no_region_is_503);
 	tcase_add_test(tc, test_excluded_workers_are_never_selected_and_exhaust_to_503);

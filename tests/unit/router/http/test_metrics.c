@@ -146,12 +146,43 @@ START_TEST(test_exposition_format_and_prefix)
 	ck_assert_ptr_nonnull(m);
 	rt_metrics_request(m, 0, ROUTE_CHAT_COMPLETIONS);
 	rt_metrics_response(m, 1, ROUTE_CHAT_COMPLETIONS, 200);
-	rt_metrics_decision(m, 0, "power_of_n", "we\"ird\\reason\nx");
+	rt_metrics_decision(m, 0, 0, "power_of_n", "we\"ird\\reason\nx");
 	rt_metrics_selection_failure(m, 1, "no_healthy_workers");
 	rt_metrics_phase(m, 0, RT_PHASE_PICK, 700);
 	char *t = render(m, NULL);
 	ck_assert_int_gt(check_format(t), 50);
 	ck_assert_ptr_nonnull(strstr(t, "reason=\"we\\\"ird\\\\reason\\nx\"} 1\n"));
+	free(t);
+}
+END_TEST
+
+/* A PD request counts two decisions, one per stage; a plain one one. */
+START_TEST(test_decisions_carry_their_stage)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 4);
+	for (int i = 0; i < 3; i++) {
+		rt_metrics_decision(m, i % 2, 1, "cache_aware", "cache_candidate");
+		rt_metrics_decision(m, i % 2, 2, "power_of_n", "power_of_n");
+	}
+	rt_metrics_decision(m, 1, 0, "power_of_n", "power_of_n");
+	char *t = render(m, NULL);
+	check_format(t);
+	ck_assert(value_of(t, "switchyard_policy_decisions_total{stage=\"prefill\","
+			      "policy=\"cache_aware\",reason=\"cache_candidate\"}") == 3);
+	ck_assert(value_of(t, "switchyard_policy_decisions_total{stage=\"decode\","
+			      "policy=\"power_of_n\",reason=\"power_of_n\"}") == 3);
+	ck_assert(value_of(t, "switchyard_policy_decisions_total{stage=\"plain\","
+			      "policy=\"power_of_n\",reason=\"power_of_n\"}") == 1);
+	free(t);
+	/* SMG's family: one sample per policy, summed over stages */
+	names = SY_METRICS_SGLANG;
+	t = render(m, NULL);
+	check_format(t);
+	names = SY_METRICS_SWITCHYARD;
+	ck_assert(value_of(t, "smg_worker_selection_total{connection_mode=\"http\","
+			      "policy=\"power_of_n\"}") == 4);
+	ck_assert(value_of(t, "smg_worker_selection_total{connection_mode=\"http\","
+			      "policy=\"cache_aware\"}") == 3);
 	free(t);
 }
 END_TEST
@@ -247,6 +278,128 @@ START_TEST(test_histogram_buckets_exact_and_cumulative)
 }
 END_TEST
 
+/* Every family of reference/policy-defaults.md §10 that applies (docs/router.md
+ * names the two that do not: decode_affinity, dp_rank_selections), with the
+ * values recorded. */
+START_TEST(test_reference_section10_families)
+{
+	char path[64];
+	struct statebus_params p = sbt_small();
+	struct statebus_region *r = sbt_create(sbt_path(path, sizeof(path)), &p);
+	ck_assert_int_eq(statebus_writer_lock(r, true), SY_OK);
+	uint32_t ok, mism, none, gen;
+	struct statebus_worker w = sbt_worker("http://ok", 2);
+	w.has_cache_signal = 1;
+	w.kv_block_size = 16;
+	ck_assert_int_eq(statebus_worker_add(r, &w, &ok, &gen), SY_OK);
+	struct statebus_stream st = {.cursor = 3, .worker_gen = gen, .untrusted = 1};
+	ck_assert_int_eq(statebus_stream_write(r, ok, 0, &st), SY_OK);
+	st.untrusted = 0;
+	ck_assert_int_eq(statebus_stream_write(r, ok, 1, &st), SY_OK);
+	int64_t ids[3] = {11, 12, 13};
+	ck_assert_int_eq(statebus_index_store(r, ok, 0, false, 0, ids, 3, STATEBUS_TIER_DEVICE, 1),
+			 SY_OK);
+	w = sbt_worker("http://mismatch", 1);
+	w.has_cache_signal = 1;
+	w.kv_rejected = STATEBUS_KV_BLOCK_SIZE_MISMATCH;
+	ck_assert_int_eq(statebus_worker_add(r, &w, &mism, &gen), SY_OK);
+	w = sbt_worker("http://none", 1);
+	ck_assert_int_eq(statebus_worker_add(r, &w, &none, &gen), SY_OK);
+
+	struct rt_metrics *m = rt_metrics_create(2, 8);
+	rt_metrics_decision(m, 0, 0, "sticky", "sticky_hit");
+	rt_metrics_decision(m, 1, 0, "sticky", "sticky_hit");
+	rt_metrics_decision(m, 1, 0, "sticky", "sticky_new");
+	rt_metrics_decision(m, 0, 0, "sticky", "no_routing_key");
+	rt_metrics_decision(m, 0, 0, "round_robin", "round_robin");
+	rt_metrics_stale_request(m, 1);
+	rt_metrics_reselected(m, 0, 2);
+	rt_metrics_input_ids(m, 0, RT_INPUT_IDS_FORWARDED);
+	rt_metrics_input_ids(m, 1, RT_INPUT_IDS_FORWARDED);
+	rt_metrics_input_ids(m, 1, RT_INPUT_IDS_INELIGIBLE);
+	struct router_cache_totals d = {0};
+	d.monitor[CACHE_MONITOR_LOAD_REPORT] = 5;
+	d.monitor[CACHE_MONITOR_ROUTER_LOCAL] = 2;
+	d.diverted[0] = 1;  /* 1 block */
+	d.diverted[3] = 2;  /* 5..8 blocks */
+	d.diverted[CACHE_DIVERTED_EDGES] = 1; /* > 8192 */
+	d.diverted_sum = 1 + 8 + 8 + 10000;
+	rt_metrics_cache(m, 1, &d);
+	char *t = render(m, r);
+	check_format(t);
+	static const char *const fams[] = {
+		"requests_total", "responses_total", "worker_requests_total",
+		"request_duration_seconds", "ttft_seconds", "stream_outcome_total", "active_load",
+		"workers", "worker_health", "worker_cb_state", "worker_inflight_requests",
+		"stale_requests_total", "sticky_total", "policy_decisions_total",
+		"policy_selection_failures_total", "cache_admission_evaluated_total",
+		"cache_admission_rejected_total", "cache_pressure_guard_compared_total",
+		"cache_pressure_guard_override_total", "cache_monitor_decisions_total",
+		"cache_aware_decisions_total", "diverted_overlap_blocks",
+		"input_ids_forwarding_total", "sampling_contract_rejections_total", "kv_tree_blocks",
+		"kv_event_decode_failures_total", "kv_event_sequence_gaps_total",
+		"kv_event_missing_sequences_total", "kv_event_skipped_batches_total",
+		"kv_event_publisher_resets_total", "kv_event_stream_untrusted",
+		"worker_cache_signal",
+	};
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		char k[128];
+		snprintf(k, sizeof(k), "# TYPE switchyard_%s ", fams[i]);
+		ck_assert_msg(strstr(t, k) != NULL, "no family switchyard_%s", fams[i]);
+	}
+	ck_assert(value_of(t, "switchyard_sticky_total{outcome=\"hit\"}") == 2);
+	ck_assert(value_of(t, "switchyard_sticky_total{outcome=\"assigned\"}") == 1);
+	ck_assert(value_of(t, "switchyard_sticky_total{outcome=\"remap\"}") == 0);
+	ck_assert(value_of(t, "switchyard_sticky_total{outcome=\"no_routing_key\"}") == 1);
+	ck_assert(value_of(t, "switchyard_stale_requests_total{outcome=\"expired\"}") == 1);
+	ck_assert(value_of(t, "switchyard_selection_reselected_total") == 2);
+	ck_assert(value_of(t, "switchyard_input_ids_forwarding_total{outcome=\"forwarded\"}") == 2);
+	ck_assert(value_of(t, "switchyard_input_ids_forwarding_total{outcome=\"ineligible\"}") == 1);
+	ck_assert(value_of(t, "switchyard_input_ids_forwarding_total{outcome=\"disabled\"}") == 0);
+	ck_assert(value_of(t, "switchyard_cache_monitor_decisions_total{source=\"load_report\"}") == 5);
+	ck_assert(value_of(t, "switchyard_cache_monitor_decisions_total{source=\"router_local\"}") == 2);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_bucket{le=\"1\"}") == 1);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_bucket{le=\"4\"}") == 1);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_bucket{le=\"8\"}") == 3);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_bucket{le=\"8192\"}") == 3);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_bucket{le=\"+Inf\"}") == 4);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_count") == 4);
+	ck_assert(value_of(t, "switchyard_diverted_overlap_blocks_sum") == 10017);
+	ck_assert(value_of(t, "switchyard_kv_tree_blocks") == 3);
+	ck_assert(value_of(t, "switchyard_kv_event_stream_untrusted{worker_url=\"http://ok\","
+			      "rank=\"0\"}") == 1);
+	ck_assert(value_of(t, "switchyard_kv_event_stream_untrusted{worker_url=\"http://ok\","
+			      "rank=\"1\"}") == 0);
+	ck_assert_ptr_null(strstr(t, "switchyard_kv_event_stream_untrusted{worker_url=\"http://none\""));
+#define SIG(url, state) \
+	"switchyard_worker_cache_signal{worker_url=\"" url "\",model_id=\"default-model\"," \
+	"mode=\"plain\",state=\"" state "\"}"
+	ck_assert(value_of(t, SIG("http://ok", "ok")) == 1);
+	ck_assert(value_of(t, SIG("http://ok", "no_kv_events")) == 0);
+	ck_assert(value_of(t, SIG("http://mismatch", "block_size_mismatch")) == 1);
+	ck_assert(value_of(t, SIG("http://mismatch", "ok")) == 0);
+	ck_assert(value_of(t, SIG("http://none", "no_kv_events")) == 1);
+	free(t);
+	/* statebus.index off: nothing indexed, whatever the worker reports */
+	statebus_index_mode_set(r, STATEBUS_INDEX_MODE_OFF);
+	t = render(m, r);
+	ck_assert(value_of(t, SIG("http://ok", "index_off")) == 1);
+	ck_assert(value_of(t, SIG("http://ok", "ok")) == 0);
+	ck_assert_ptr_null(strstr(t, "switchyard_kv_event_stream_untrusted{"));
+#undef SIG
+	free(t);
+	/* the SGLang names carry the slim router's families */
+	names = SY_METRICS_SGLANG;
+	t = render(m, r);
+	check_format(t);
+	names = SY_METRICS_SWITCHYARD;
+	ck_assert(value_of(t, "sgl_router_sticky_total{outcome=\"hit\"}") == 2);
+	ck_assert(value_of(t, "sgl_router_stale_requests_total{outcome=\"expired\"}") == 1);
+	free(t);
+	sbt_destroy(r, path);
+}
+END_TEST
+
 START_TEST(test_region_counters_and_worker_gauges)
 {
 	char path[64];
@@ -319,7 +472,7 @@ START_TEST(test_sglang_names_carry_the_same_counts)
 		rt_metrics_request(m, i % 2, ROUTE_CHAT_COMPLETIONS);
 		rt_metrics_response(m, i % 2, ROUTE_CHAT_COMPLETIONS, i ? 200 : 503);
 		rt_metrics_worker(m, i % 2, slot, i ? RT_OUT_SUCCESS : RT_OUT_ERROR);
-		rt_metrics_decision(m, 0, "cache_aware", "cache_hit");
+		rt_metrics_decision(m, 0, i == 2 ? 1 : 0, "cache_aware", "cache_hit");
 		rt_metrics_duration(m, 1, 30000000ull);
 	}
 	names = SY_METRICS_SGLANG;
@@ -367,6 +520,8 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("exposition");
 	tcase_add_test(tc, test_exposition_format_and_prefix);
 	tcase_add_test(tc, test_counters_are_summed_over_processes);
+	tcase_add_test(tc, test_decisions_carry_their_stage);
+	tcase_add_test(tc, test_reference_section10_families);
 	tcase_add_test(tc, test_cache_counters_are_summed_over_processes);
 	tcase_add_test(tc, test_histogram_buckets_exact_and_cumulative);
 	tcase_add_test(tc, test_region_counters_and_worker_gauges);

@@ -116,6 +116,11 @@ START_TEST(test_scenario13_min_tokens_1_picks_deep)
 	ck_assert_str_eq(out.worker->id, "http://shallow");
 	ck_assert_str_eq(out.reason, "no_cache_candidate");
 	ck_assert_uint_eq(cache_aware_get_stats(&p)->decisions[CACHE_AWARE_MISS], 1);
+	/* no load reports: the fallback compared router in-flight counts */
+	ck_assert_uint_eq(cache_aware_get_stats(&p)->monitor[CACHE_MONITOR_ROUTER_LOCAL], 1);
+	ck_assert_uint_eq(cache_aware_get_stats(&p)->monitor[CACHE_MONITOR_LOAD_REPORT], 0);
+	/* a miss without candidates gave up nothing */
+	ck_assert_uint_eq(cache_aware_get_stats(&p)->diverted_sum, 0);
 	ck_assert_uint_eq(t.memo.lookups, 1); /* the memo answered, no second lookup */
 	policy_destroy(&p);
 
@@ -328,7 +333,19 @@ START_TEST(test_scenario17_owner_queued_cold_idle_goes_cold)
 	ck_assert_int_eq(cache_pick(&p, &cp, NULL, &s.t, s.c, 2, &out), PICK_OK);
 	ck_assert_str_eq(out.worker->id, "http://cold");
 	ck_assert_str_eq(out.reason, "no_cache_candidate");
-	ck_assert_uint_eq(cache_aware_get_stats(&p)->decisions[CACHE_AWARE_WORKER_QUEUED], 1);
+	const struct cache_aware_stats *st = cache_aware_get_stats(&p);
+	ck_assert_uint_eq(st->decisions[CACHE_AWARE_WORKER_QUEUED], 1);
+	/* the diversion gave up the owner's 8 blocks: bucket le=8 (edges 1, 2, 4, 8) */
+	ck_assert_uint_eq(cache_diverted_edges[3], 8);
+	ck_assert_uint_eq(st->diverted[3], 1);
+	ck_assert_uint_eq(st->diverted_sum, 8);
+	uint64_t others = 0;
+	for (int h = 0; h <= CACHE_DIVERTED_EDGES; h++)
+		others += h == 3 ? 0 : st->diverted[h];
+	ck_assert_uint_eq(others, 0);
+	/* both loads were native reports */
+	ck_assert_uint_eq(st->monitor[CACHE_MONITOR_LOAD_REPORT], 1);
+	ck_assert_uint_eq(st->monitor[CACHE_MONITOR_ROUTER_LOCAL], 0);
 	policy_destroy(&p);
 	prefix_memo_free(&s.t.memo);
 }
