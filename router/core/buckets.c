@@ -210,6 +210,7 @@ static size_t collect(struct engine_group *g, struct pick_env *env, struct engin
 		k->id = e->id;
 		k->bootstrap_port = e->bootstrap_port;
 		k->dp_size = e->dp_size;
+		k->engine = e->engine;
 		k->load_read = false;
 		k->cb_probe = h == STATEBUS_PICK_PROBE;
 	}

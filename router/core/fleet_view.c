@@ -110,6 +110,7 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
 		e->healthy = w.healthy != 0;
 		e->bootstrap_port = w.bootstrap_port;
 		e->dp_size = w.dp_size;
+		e->engine = w.engine;
 		e->kv_block_size = w.kv_block_size;
 		e->kv_bigram = w.kv_bigram != 0;
 		e->kv_indexed = w.has_cache_signal && w.kv_rejected == STATEBUS_KV_OK;

@@ -39,6 +39,7 @@ struct fleet_entry {
 	bool healthy;
 	uint16_t bootstrap_port;
 	uint16_t dp_size;
+	uint8_t engine;          /* enum statebus_engine_kind */
 	uint32_t kv_block_size;  /* tokens per KV block, 0 = unknown */
 	bool kv_bigram;          /* the engine hashes in bigram mode */
 	bool kv_indexed;         /* the index holds this worker's blocks: KV events

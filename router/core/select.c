@@ -39,6 +39,7 @@ static void copy_worker(struct selected_worker *dst, const struct engine_candida
 	dst->slot = c->slot;
 	dst->generation = c->generation;
 	dst->bootstrap_port = c->bootstrap_port;
+	dst->engine = c->engine;
 	dst->cb_probe = c->cb_probe;
 	dst->cb_probe_ns = c->cb_probe ? now_ns : 0;
 	/* snprintf(dst->id, …, "%s", c->id) without the formatter (hot path) */

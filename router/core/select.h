@@ -51,6 +51,8 @@ struct selected_worker {
 	uint32_t slot;            /* workers-table slot (in-flight guard column) */
 	uint32_t generation;      /* validate again before dispatch if delayed */
 	uint16_t bootstrap_port;  /* PD bootstrap port, 0 = none (JSON null) */
+	uint8_t engine;           /* enum statebus_engine_kind: the PD protocol
+				     of a PD selection is its prefill's */
 	bool cb_probe;            /* carries its breaker's half-open probe, taken
 				     at cb_probe_ns: the attempt reports, or
 				     hands it back (statebus_breaker_release_probe) */
@@ -74,6 +76,14 @@ struct selection {
 	const char *policy;               /* policy name of `worker`'s group */
 	uint32_t buckets_tried;           /* attempts before success (≥ 1) */
 };
+
+/* Whether PD selection `s` runs vLLM's protocol (the prefill worker is a
+ * vLLM engine: kv_transfer_params, prefill then decode) rather than
+ * SGLang's bootstrap (both legs at once). */
+static inline bool selection_pd_vllm(const struct selection *s)
+{
+	return s->pd && s->prefill.engine == STATEBUS_ENGINE_VLLM;
+}
 
 /* Runs selection for `req` under generation `g` on region `r` at `now_ns`
  * (CLOCK_MONOTONIC). Returns 0 with *out filled, or a negative sy_err with

@@ -78,7 +78,7 @@ struct fwd {
 /* ---- forward.c, for pd.c ---- */
 
 /* Head of a POST of the request to `up` (pool), with x-sgl-decode-url when
- * `decode_url` is not NULL. */
+ * `decode_url` is not NULL (SGLang PD). */
 h2o_iovec_t rt_fwd_head(struct fwd *f, const struct rt_upstream *up, const char *decode_url);
 
 /* The current attempt failed before any byte reached the client with

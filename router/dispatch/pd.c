@@ -17,10 +17,28 @@
  * its own (guard held until it ends); a client that goes away aborts both.
  * Both workers' breakers get their results; the pick filter has checked
  * both (engine_group_pick per stage).
+ *
+ * vLLM (selection_pd_vllm: the prefill worker is a vLLM engine; the flow
+ * of vLLM's disaggregation proxy): the prefill request goes out alone
+ * (kv_transfer_params asking for remote decode, max_tokens 1, not
+ * streamed: body_rewrite.h), its answer is held (≤ VLLM_PREFILL_BODY_MAX
+ * bytes) and read once complete: the "kv_transfer_params" object it
+ * returns goes into the decode request (rt_infer_decode_body), which
+ * then starts on f->ux as a plain exchange whose response is relayed as
+ * any other. Until a byte reached the client every failure of either leg
+ * may be retried (the whole pair again, the failed worker excluded): the
+ * client has seen nothing, and a prefill's KV that no decode pulls is
+ * freed by the engine. A prefill answer without kv_transfer_params is
+ * passed on as vLLM's proxy does (the decode then computes the prompt
+ * itself); a prefill answer that is not a JSON object fails the attempt.
+ * The same X-Request-Id goes to both legs (access_log.h keeps it in the
+ * request's headers).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -29,6 +47,10 @@
 #include "router/http/access_log.h"
 #include "router/http/metrics.h"
 #include "router/worker.h"
+
+/* Largest vLLM prefill answer read (bytes): one token's completion with
+ * its kv_transfer_params (block ids: a few KiB for long prompts). */
+#define VLLM_PREFILL_BODY_MAX (4u << 20)
 
 /* The prefill leg: malloc'd, lives until its exchange ends or is aborted. */
 struct prefill {
@@ -42,6 +64,7 @@ struct prefill {
 	int status;
 	bool connected;
 	bool guard;                 /* in-flight guard held */
+	bool vllm;                  /* vLLM protocol: the answer is read (file comment) */
 };
 
 const char *rt_pd_stage_name(enum pd_stage s)
@@ -57,6 +80,13 @@ const char *rt_pd_stage_name(enum pd_stage s)
 static void log_failure(struct fwd *f, enum pd_stage stage, const char *why)
 {
 	h2o_iovec_t id = f->req ? rt_request_id(f->req) : h2o_iovec_init(H2O_STRLIT("-"));
+	if (selection_pd_vllm(&f->sel)) {
+		sy_warn("PD request %.*s failed at %s (vLLM kv_transfer_params): prefill %s, "
+			"decode %s: %s",
+			(int)id.len, id.base, rt_pd_stage_name(stage), f->sel.prefill.id,
+			f->sel.worker.id, why);
+		return;
+	}
 	sy_warn("PD request %.*s failed at %s: bootstrap room %llu, prefill %s, decode %s: %s",
 		(int)id.len, id.base, rt_pd_stage_name(stage), (unsigned long long)f->room,
 		f->sel.prefill.id, f->sel.worker.id, why);
@@ -111,7 +141,7 @@ static void prefill_failed(struct prefill *p, const char *err, enum pd_stage sta
 	log_failure(f, stage, why);
 	f->pf = NULL;
 	p->f = NULL;
-	bool sent = f->legs_sent;
+	bool sent = f->legs_sent && !p->vllm; /* vLLM: the decode has not started */
 	struct selected_worker failed = p->w;
 	prefill_free(p);
 	if (f->ux.active || sent)
@@ -130,6 +160,53 @@ static void prefill_ok(struct prefill *p)
 	if (p->f != NULL)
 		p->f->pf = NULL;
 	prefill_free(p);
+}
+
+static void vllm_decode_start(struct fwd *f, const char *kv, size_t kv_len);
+
+/* vLLM: the prefill's answer is complete in p->ux.body: its
+ * kv_transfer_params go to the decode leg, which starts now. Frees p. */
+static void vllm_prefill_done(struct prefill *p)
+{
+	h2o_buffer_t *b = p->ux.body;
+	json_t *root = json_loadb(b->bytes, b->size, 0, NULL);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		prefill_failed(p, "the prefill worker's answer is not a JSON object",
+			       PD_STAGE_PREFILL);
+		return;
+	}
+	char *kv = NULL;
+	json_t *params = json_object_get(root, "kv_transfer_params");
+	if (json_is_object(params))
+		kv = json_dumps(params, JSON_COMPACT | JSON_ENSURE_ASCII);
+	else
+		sy_debug("vLLM prefill at %s returned no kv_transfer_params: the decode computes "
+			 "the prompt", p->w.id);
+	json_decref(root);
+	struct fwd *f = p->f;
+	prefill_ok(p);
+	if (f != NULL)
+		vllm_decode_start(f, kv, kv ? strlen(kv) : 0);
+	free(kv);
+}
+
+static void vllm_decode_start(struct fwd *f, const char *kv, size_t kv_len)
+{
+	h2o_iovec_t body;
+	const char *why = NULL;
+	if (f->req == NULL || f->cancelled || f->final_sent)
+		return;
+	(void)rt_infer_decode_body(f->req, f->gen, f->ir, kv, kv_len, &body);
+	f->body = body;
+	struct rt_upstream *du =
+		rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
+	if (du == NULL) {
+		rt_fwd_fail(f, &f->sel.worker, true, 502, "upstream_unreachable", why);
+		return;
+	}
+	f->legs_sent = true;
+	rt_fwd_open_main(f, du, sy_mono_ns(), false);
 }
 
 static void prefill_on_timeout(h2o_timeout_entry_t *e)
@@ -167,7 +244,9 @@ static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
 		prefill_failed(p, NULL, PD_STAGE_PREFILL);
 		return;
 	}
-	if (eos)
+	if (eos && p->vllm)
+		vllm_prefill_done(p);
+	else if (eos)
 		prefill_ok(p);
 }
 
@@ -176,8 +255,16 @@ static void prefill_on_body(struct rt_exchange *x, const char *err)
 	struct prefill *p = x->data;
 	if (x->body->size > 0)
 		rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
-	h2o_buffer_consume(&x->body, x->body->size);
-	if (err == rt_exchange_eos)
+	if (!p->vllm) {
+		h2o_buffer_consume(&x->body, x->body->size);
+	} else if (x->body->size > VLLM_PREFILL_BODY_MAX) {
+		rt_exchange_cancel(&p->ux);
+		prefill_failed(p, "the prefill worker's answer is too large", PD_STAGE_PREFILL);
+		return;
+	}
+	if (err == rt_exchange_eos && p->vllm)
+		vllm_prefill_done(p);
+	else if (err == rt_exchange_eos)
 		prefill_ok(p);
 	else if (err != NULL)
 		prefill_failed(p, err, PD_STAGE_PREFILL);
@@ -186,8 +273,52 @@ static void prefill_on_body(struct rt_exchange *x, const char *err)
 static const struct rt_exchange_cb prefill_cb = {prefill_on_connect, prefill_on_head,
 						 prefill_on_body};
 
+/* vLLM: the prefill leg alone; the decode follows its answer. */
+static void vllm_start(struct fwd *f, uint64_t now_ns)
+{
+	const char *why = NULL;
+	struct rt_upstream *pu =
+		rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot, f->sel.prefill.id, &why);
+	if (pu == NULL) {
+		rt_fwd_fail(f, &f->sel.prefill, true, 502, "upstream_unreachable", why);
+		return;
+	}
+	struct prefill *p = calloc(1, sizeof(*p));
+	h2o_iovec_t phead = rt_fwd_head(f, pu, NULL);
+	if (p == NULL || (p->mem = malloc(phead.len + f->body.len)) == NULL) {
+		free(p);
+		rt_fwd_fail(f, &f->sel.prefill, false, 500, "internal_error", "out of memory");
+		return;
+	}
+	memcpy(p->mem, phead.base, phead.len);
+	memcpy(p->mem + phead.len, f->body.base, f->body.len);
+	p->head_len = phead.len;
+	p->body_len = f->body.len;
+	p->w = f->sel.prefill;
+	p->vllm = true;
+	f->sel.prefill.cb_probe = false; /* the prefill leg answers it */
+	p->cb_threshold = f->gen->cfg.router.cb_threshold;
+	p->f = f;
+	f->pf = p;
+	f->d_connected = f->legs_sent = false;
+	if (rt_w.region)
+		p->guard = statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->w.slot, now_ns) ==
+			   SY_OK;
+	rt_w.active_requests++;
+	p->timer.cb = prefill_on_timeout;
+	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
+	rt_exchange_init(&p->ux, &prefill_cb, p);
+	p->connected = true; /* written at once: nothing waits for the decode */
+	rt_exchange_start(&p->ux, pu, h2o_iovec_init(p->mem, p->head_len),
+			  h2o_iovec_init(p->mem + p->head_len, p->body_len), &rt_w.head_timeout);
+}
+
 void rt_pd_start(struct fwd *f, uint64_t now_ns)
 {
+	if (selection_pd_vllm(&f->sel)) {
+		vllm_start(f, now_ns);
+		return;
+	}
 	const char *why = NULL;
 	struct rt_upstream *du =
 		rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);

@@ -166,7 +166,9 @@ int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_reque
 		rw.input_ids = pr->token_ids;
 		rw.n_input_ids = pr->n_token_ids;
 	}
-	if (sel->pd) {
+	if (selection_pd_vllm(sel)) {
+		rw.vllm_pd = VLLM_PD_PREFILL; /* the decode's: rt_infer_decode_body */
+	} else if (sel->pd) {
 		uint16_t port;
 		const char *path;
 		if (rt_url_split(sel->prefill.id, host, sizeof(host), &port, &path) != 0)
@@ -181,6 +183,24 @@ int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_reque
 	body->len = body_rewrite_build(&rw, body->base, pr, out);
 	body->base = out;
 	*room = rw.room;
+	return 0;
+}
+
+int rt_infer_decode_body(h2o_req_t *req, struct router_gen *g, const struct infer_request *ir,
+			 const char *kv, size_t kv_len, h2o_iovec_t *body)
+{
+	struct body_rewrite rw = {.sampling = g->sampling_override,
+				  .vllm_pd = VLLM_PD_DECODE,
+				  .kv_params = kv,
+				  .kv_params_len = kv_len};
+	const struct pick_request *pr = &ir->pr;
+	if (pr->forward_ids) {
+		rw.input_ids = pr->token_ids;
+		rw.n_input_ids = pr->n_token_ids;
+	}
+	char *out = h2o_mem_alloc_pool(&req->pool, body_rewrite_bound(&rw, pr, ir->body.len));
+	body->len = body_rewrite_build(&rw, ir->body.base, pr, out);
+	body->base = out;
 	return 0;
 }
 
