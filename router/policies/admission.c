@@ -31,7 +31,7 @@ enum admission_limit engine_admission_check(const struct admission_limits *l,
 		return ADMIT_MAX_RUNNING_REQUESTS;
 	if (load->fresh && at_cap(l->max_waiting_requests, load->waiting))
 		return ADMIT_MAX_WAITING_REQUESTS;
-	if (load->has_kv && at_cap(l->max_kv_tokens, load->kv_used))
+	if ((load->native || load->has_kv) && at_cap(l->max_kv_tokens, load->kv_used))
 		return ADMIT_MAX_KV_TOKENS;
 	if (load->native && at_cap(l->max_pending_prefill_tokens, load->pending))
 		return ADMIT_MAX_PENDING_PREFILL_TOKENS;
