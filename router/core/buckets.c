@@ -177,7 +177,8 @@ static size_t collect(struct engine_group *g, struct pick_env *env, struct engin
 	size_t n = 0;
 	for (size_t i = 0; i < f->n && n < env->scratch_cap; i++) {
 		const struct fleet_entry *e = &f->entries[i];
-		if (e->model_idx != env->model_idx || e->role != (uint8_t)g->stage || !e->healthy)
+		if (e->model_idx != env->model_idx || e->role != (uint8_t)g->stage || !e->healthy ||
+		    (env->adapter_asked && (e->adapters & env->adapter_bit) == 0))
 			continue;
 		if (!g->all_workers && !(g->member_bits[i / 64] & (UINT64_C(1) << (i % 64))))
 			continue;

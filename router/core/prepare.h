@@ -197,6 +197,9 @@ struct pick_request {
 	bool stream;                   /* "stream": true */
 	uint32_t n;                    /* choices ("n", sampling_params.n), ≥ 1 */
 	struct router_span cache_salt; /* decoded value, absent when ptr NULL */
+	struct router_span lora;       /* the LoRA adapter the body's model names
+					  (router_select_adapter: `model` is then
+					  its base model), absent when ptr NULL */
 	struct router_span session_key; /* header value, absent when ptr NULL/len 0 */
 	struct router_span routing_key; /* header value, absent when ptr NULL/len 0 */
 	bool has_ttft_slo;

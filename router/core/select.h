@@ -105,6 +105,18 @@ int router_select_default_model(struct router_gen *g, struct statebus_region *r,
 				struct pick_request *req, char *buf, size_t cap, uint64_t now_ns,
 				struct router_error *err);
 
+/* A request whose model is not served but is a LoRA adapter some worker
+ * serves (fleet_adapter_index; vLLM lists adapters with their parent in
+ * /v1/models): req->lora takes the adapter's name (the span req->model
+ * had) and req->model its base model, copied to `buf` (cap bytes, the
+ * caller's for as long as `req`). Selection then keeps to the workers that
+ * serve the adapter, and the prefix memo hashes the prompt in the
+ * adapter's namespace (sy_blockhash_lora_seed), as the statebus indexes
+ * that adapter's blocks. Returns 0 (req untouched otherwise). Never
+ * blocks. router_select does this itself. */
+int router_select_adapter(struct router_gen *g, struct statebus_region *r,
+			  struct pick_request *req, char *buf, size_t cap, uint64_t now_ns);
+
 /* Step one for `req` under `g` on `r` at `now_ns`: the 404 and 400 checks of
  * router_select, the resolution into `order` (caller's, room for
  * g->n_buckets; borrows g's buckets) with *n_order set, and, when `g` has a

@@ -64,6 +64,7 @@ struct facts {
 	uint32_t block_size;      /* tokens per page, 0 = not said */
 	bool openai_only;         /* only /v1/models answered: vLLM (or another
 				     OpenAI server) */
+	char lora_adapters[STATEBUS_LORA_LIST_MAX]; /* its LoRA adapters (/v1/models) */
 };
 
 struct sa_worker {
@@ -204,6 +205,7 @@ static void describe(const struct sa_worker *x, struct statebus_worker *rec)
 		rec->bootstrap_port = x->f.bootstrap_port;
 	rec->dp_size = x->f.dp_size ? x->f.dp_size : x->dp_size;
 	rec->kv_block_size = x->block_size ? x->block_size : x->f.block_size;
+	memcpy(rec->lora_adapters, x->f.lora_adapters, sizeof(rec->lora_adapters));
 	rec->engine = x->engine == SY_ENGINE_VLLM ||
 				      (x->engine == SY_ENGINE_AUTO && x->f.openai_only)
 			      ? STATEBUS_ENGINE_VLLM
@@ -398,7 +400,8 @@ static void disc_answer(struct rt_standalone *s, struct sa_worker *x, const stru
 	} else if (t->kind == P_MODELS && ok) {
 		uint32_t adapters;
 		char m[STATEBUS_MODEL_MAX];
-		if (sbd_vllm_models_parse(t->body, t->len, m, sizeof(m), &adapters) == SY_OK) {
+		if (sbd_vllm_models_parse(t->body, t->len, m, sizeof(m), &adapters,
+					  x->f.lora_adapters, sizeof(x->f.lora_adapters)) == SY_OK) {
 			snprintf(x->f.model, sizeof(x->f.model), "%s", m);
 			x->f.openai_only = true;
 		}

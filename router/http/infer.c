@@ -124,6 +124,8 @@ static int infer_begin(struct router_gen *g, struct infer_request *ir, uint64_t 
 					     sizeof(ir->model_buf), now_ns, err);
 	if (rc != 0)
 		return rc;
+	(void)router_select_adapter(g, rt_w.region, &ir->pr, ir->model_buf, sizeof(ir->model_buf),
+				    now_ns);
 	rc = router_select_begin(g, rt_w.region, &ir->pr, now_ns, ir->order, &ir->n_order,
 				 PREFIX_FILL_SEND, err);
 	if (rc == 0)

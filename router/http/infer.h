@@ -55,7 +55,8 @@ struct infer_request {
 	h2o_iovec_t body;              /* the body to forward */
 	uint64_t t_select_ns;          /* selection began */
 	char model_buf[STATEBUS_MODEL_MAX]; /* pr.model when the body names none and
-					       the fleet serves one model */
+					       the fleet serves one model, or the
+					       base model of the LoRA adapter it names */
 };
 
 /* Prepares `req`'s body for `route` under generation `g`: returns the

@@ -20,7 +20,7 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 7u /* 2: radix index tables; 3: + streams table;
+#define STATEBUS_LAYOUT_VERSION 8u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
@@ -28,7 +28,8 @@
                                      6: − arena tables and root words,
                                         + proc slots high-water mark;
                                      7: + health table (passive health, stalls,
-                                        circuit breakers) */
+                                        circuit breakers);
+                                     8: + worker LoRA adapter list */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -181,6 +182,7 @@ enum statebus_kv_rejected {
 #define STATEBUS_MODEL_MAX 128       /* bytes incl. NUL */
 #define STATEBUS_HOST_MAX 64         /* bytes incl. NUL */
 #define STATEBUS_TOPIC_MAX 64        /* bytes incl. NUL */
+#define STATEBUS_LORA_LIST_MAX 512   /* bytes of a worker's adapter list */
 
 /* One worker (engine) — the payload of a workers-table slot, and the copy
  * readers get. Strings are always NUL-terminated in a record read with
@@ -207,6 +209,11 @@ struct statebus_worker {
 	uint8_t engine;               /* enum statebus_engine_kind */
 	uint8_t reserved0[3];
 	uint64_t health_checked_ns;   /* CLOCK_MONOTONIC of the last check, 0 = never */
+	char lora_adapters[STATEBUS_LORA_LIST_MAX]; /* vLLM LoRA adapters the worker
+	                              serves on top of `model` (/v1/models entries
+	                              with a parent): names NUL-terminated one after
+	                              the other, an empty name ends the list ("" =
+	                              none); a name that does not fit is left out */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -12,6 +12,12 @@ router on one region (workers[].engine: vllm):
             prefill's room before it decodes: chat and completions complete
             streamed and non-streamed, a client's own kv_transfer_params do
             not reach the prefill, and the prefill never sees a stream.
+  adapters  model lora-m on two vLLM engines with KV events (the statebus
+            re-hashes them, LoRA names seeding the chain) and a cache_aware
+            bucket: a prompt an engine served under adapter sql-lora (sent
+            to it directly) matches on that engine only for sql-lora (cache_candidate), never for chat-lora
+            or the base model (no_cache_candidate); an adapter one engine
+            serves (only-b, listed by its /v1/models) goes to that engine.
   pd-retry  the first prefill engine is down: the attempt is retried on the
             second one before any byte reached the client.
   load      model base-m on two plain vLLM engines under power_of_two: with
@@ -61,15 +67,16 @@ def wait_for(what, pred, timeout=20.0):
 class Mock:
     """One switchyard-mock-engine in vLLM mode on free ports."""
 
-    def __init__(self, name, model, *extra):
+    def __init__(self, name, model, *extra, kv=False):
         self.name = name
         self.log = open(os.path.join(T, name + ".log"), "w")
         for _ in range(5):  # a port taken meanwhile: new ports
-            self.port, self.bport = free_port(), free_port()
+            self.port, self.bport, self.kv = free_port(), free_port(), free_port()
             self.p = subprocess.Popen(
                 [MOCK, "--engine", "vllm", "--port", str(self.port), "--model", model,
                  "--block-size", "4", "--disaggregation-bootstrap-port", str(self.bport)]
-                + list(extra), stdout=self.log, stderr=self.log)
+                + (["--kv-port", str(self.kv)] if kv else []) + list(extra),
+                stdout=self.log, stderr=self.log)
             procs.append(self.p)
             if sytest.wait_for(name + " up", lambda: self.p.poll() is not None or
                                self.status("/version") == 200) and self.p.poll() is None:
@@ -176,12 +183,70 @@ def pd_checks(port, Ps, D):
     log("pd: chat and completions through vLLM's prefill → decode flow, streamed and not")
 
 
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+         "november oscar papa quebec romeo sierra tango uniform victor whiskey").split()
+
+
+def prompt(seed, n_chars):
+    out, i = [], seed
+    while sum(len(w) + 1 for w in out) < n_chars:
+        i = (i * 1103515245 + 12345) % (1 << 31)
+        out.append(WORDS[i % len(WORDS)])
+    return " ".join(out)
+
+
+def adapter_checks(port, E1, E2):
+    def ask(model, text):
+        st, h, body = post(port, "/v1/chat/completions",
+                           {"model": model, "max_tokens": 1,
+                            "messages": [{"role": "user", "content": text}]})
+        if st != 200:
+            fail("%s request: %d %s" % (model, st, body[:300]))
+        return h.get("x-switchyard-worker"), h.get("x-switchyard-reason")
+
+    def blocks(url):
+        d = syctl("index", "--worker", url)
+        return sum(w["blocks"] for w in d["workers"] if w["worker"] == url and w["current"])
+
+    wait_for("KV streams of lora-m subscribed", lambda: all(
+        w.get("kv_events", {}).get("block_size") == 4 for w in syctl("workers")["workers"]
+        if w["worker"] in (E1.url, E2.url)))
+    # served by E2 directly: only its KV events (re-hashed by the statebus in
+    # sql-lora's namespace) can tell the router where the prefix is
+    text = prompt(11, 1600)
+    st, _, body = post(E2.port, "/v1/chat/completions",
+                       {"model": "sql-lora", "max_tokens": 1,
+                        "messages": [{"role": "user", "content": text}]})
+    check(st == 200, "sql-lora straight to e2: %d %s" % (st, body[:200]))
+    first, other = E2.url, E1.url
+    wait_for("the sql-lora prompt indexed", lambda: blocks(first) >= 1600 // 4)
+    for _ in range(3):
+        w, reason = ask("sql-lora", text)
+        check((w, reason) == (first, "cache_candidate"), "sql-lora matches its blocks: %s %s"
+              % (w, reason))
+    held = blocks(first)
+    for model in ("chat-lora", "lora-m"):
+        w, reason = ask(model, text)
+        check(reason == "no_cache_candidate",
+              "%s must not match sql-lora's blocks: %s on %s" % (model, reason, w))
+    wait_for("the other namespaces indexed", lambda: blocks(first) + blocks(other) > held)
+    seen = {ask("only-b", prompt(20 + i, 300))[0] for i in range(6)}
+    check(seen == {E2.url}, "only-b goes to the engine that serves it: %s" % seen)
+    st, _, body = post(port, "/v1/chat/completions",
+                       {"model": "no-such-lora", "max_tokens": 1,
+                        "messages": [{"role": "user", "content": "x"}]})
+    check(st == 404, "an adapter nobody serves is 404: %d %s" % (st, body[:200]))
+    log("adapters: sql-lora matched its own blocks only; only-b went to its engine")
+
+
 def main():
     P = Mock("prefill", "pd-m", "--disaggregation-mode", "prefill")
     P2 = Mock("prefill2", "pd-m", "--disaggregation-mode", "prefill")
     D = Mock("decode", "pd-m", "--disaggregation-mode", "decode", "--pd-timeout-ms", "3000")
     A = Mock("a", "base-m", "--max-running", "1", "--decode-us-per-token", "20000")
     B = Mock("b", "base-m", "--max-running", "1", "--decode-us-per-token", "20000")
+    E1 = Mock("e1", "lora-m", "--lora-modules", "sql-lora,chat-lora", kv=True)
+    E2 = Mock("e2", "lora-m", "--lora-modules", "sql-lora,chat-lora,only-b", kv=True)
     port = free_port()
     cfg = os.path.join(T, "sy.yaml")
     with open(cfg, "w") as f:
@@ -192,11 +257,20 @@ def main():
                 "  - {url: %s, role: decode, model: pd-m, engine: vllm}\n"
                 "  - {url: %s, model: base-m, engine: vllm}\n"
                 "  - {url: %s, model: base-m, engine: vllm}\n"
+                "  - {url: %s, model: lora-m, engine: vllm, kv_events: {endpoint_host: 127.0.0.1,"
+                " endpoint_port_base: %d, block_size: 4}}\n"
+                "  - {url: %s, model: lora-m, engine: vllm, kv_events: {endpoint_host: 127.0.0.1,"
+                " endpoint_port_base: %d, block_size: 4}}\n"
                 "router: {host: 127.0.0.1, port: %d, processes: 1, retry_max_retries: 2,\n"
                 "         tokenizer: {kind: bytes}}\n"
                 "statebus: {metrics_interval_ms: 200, health_interval_ms: 200}\n"
                 "policy: {type: power_of_two}\n"
-                % (SHM, P.url, P2.url, D.url, A.url, B.url, port))
+                "buckets:\n"
+                "  - {id: lora, models: [lora-m], rank: 10,"
+                " groups: {plain: {policy: {type: cache_aware}}}}\n"
+                "  - {id: pd, models: [pd-m], rank: 20, groups: {prefill: {}, decode: {}}}\n"
+                "  - {id: rest, rank: 30, groups: {plain: {}}}\n"
+                % (SHM, P.url, P2.url, D.url, A.url, B.url, E1.url, E1.kv, E2.url, E2.kv, port))
     sb = subprocess.Popen([STATEBUS, "--config", cfg, "--heartbeat-interval-ms", "200"],
                           stdout=open(os.path.join(T, "statebus.log"), "a"),
                           stderr=subprocess.STDOUT)
@@ -209,19 +283,23 @@ def main():
         return out.returncode == 0 and json.loads(out.stdout)["statebus"]["live"]
     wait_for("statebus live", live)
     sytest.start_router(ROUTER, T, "router", port, open(cfg).read(), procs, timeout=20)
-    wait_for("five vLLM workers healthy", lambda: sum(
+    wait_for("seven vLLM workers healthy", lambda: sum(
         1 for w in syctl("workers")["workers"]
-        if w.get("engine") == "vllm" and w.get("healthy")) == 5)
+        if w.get("engine") == "vllm" and w.get("healthy")) == 7)
 
     # ---- pd ----------------------------------------------------------------
     pd_checks(port, (P, P2), D)
+
+    # ---- adapters ------------------------------------------------------------
+    adapter_checks(port, E1, E2)
 
     # ---- flush: /reset_prefix_cache on each vLLM engine ----------------------
     st, _, body = post(port, "/flush_cache", b"")
     if st != 200:
         fail("/flush_cache on vLLM engines: %d %s" % (st, body[:400]))
     res = {r["worker"]: r["status"] for r in json.loads(body)["results"]}
-    check(set(res) == {P.url, P2.url, D.url, A.url, B.url}, "every engine flushed: %s" % res)
+    check(set(res) == {P.url, P2.url, D.url, A.url, B.url, E1.url, E2.url},
+          "every engine flushed: %s" % res)
     for u in res:
         check(res.get(u) == 200, "%s answered the flush with %s" % (u, res.get(u)))
     check(A.status("/flush_cache") == 404, "a vLLM engine has no /flush_cache")
