@@ -211,6 +211,11 @@ def adapter_checks(port, E1, E2):
     wait_for("KV streams of lora-m subscribed", lambda: all(
         w.get("kv_events", {}).get("block_size") == 4 for w in syctl("workers")["workers"]
         if w["worker"] in (E1.url, E2.url)))
+    ws = {w["worker"]: w for w in syctl("workers")["workers"]}
+    check(ws[E2.url]["lora_adapters"] == ["sql-lora", "chat-lora", "only-b"] and
+          ws[E1.url]["lora_adapters"] == ["sql-lora", "chat-lora"],
+          "adapters from /v1/models in the workers table: %s" %
+          [(u, ws[u]["lora_adapters"]) for u in (E1.url, E2.url)])
     # served by E2 directly: only its KV events (re-hashed by the statebus in
     # sql-lora's namespace) can tell the router where the prefix is
     text = prompt(11, 1600)
