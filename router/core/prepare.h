@@ -140,9 +140,9 @@ enum body_role {
 				  sampling_params on /generate */
 	BODY_SAMPLING_PARAMS,  /* /generate: the top-level "sampling_params" */
 	BODY_INPUT_IDS,        /* top-level "input_ids" */
-	BODY_KV_TRANSFER,      /* chat / completions: "kv_transfer_params" (vLLM
-				  PD: the router's replace the client's) */
-	BODY_PREFILL_OUTPUT,   /* chat / completions: "stream", "stream_options",
+	BODY_KV_TRANSFER,      /* "kv_transfer_params" (vLLM PD: the router's
+				  replace the client's) */
+	BODY_PREFILL_OUTPUT,   /* "stream", "stream_options",
 				  "max_tokens", "max_completion_tokens",
 				  "min_tokens", "min_completion_tokens" not
 				  named by the override (replaced or dropped in

@@ -312,8 +312,10 @@ static size_t past(const struct scan *s, size_t at, char sep)
 
 /* Records the member whose key just ended (yajl consumed up to its closing
  * quote); `start` is the previous member's end. Returns 1, or 0 on nomem. */
-/* The role of top-level key k[0..l) (decoded) of chat / completions in a
- * vLLM PD prefill: BODY_KV_TRANSFER, BODY_PREFILL_OUTPUT or BODY_KEEP. */
+/* The role of top-level key k[0..l) (decoded) in a vLLM PD prefill:
+ * BODY_KV_TRANSFER, BODY_PREFILL_OUTPUT or BODY_KEEP. Given on every route
+ * (only a vLLM PD rewrite reads it), so the members the rewrite writes are
+ * never doubled. */
 static enum body_role pd_output_role(const char *k, size_t l)
 {
 	static const char *const out[] = {"stream",	"stream_options",	 "max_tokens",
@@ -973,7 +975,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 			role = BODY_SAMPLING;
 		else if (l == 9 && memcmp(k, "input_ids", 9) == 0)
 			role = BODY_INPUT_IDS;
-		else if (route_generates(s->route) && s->route != ROUTE_GENERATE)
+		else
 			role = pd_output_role((const char *)k, l);
 		if (key == K_MAX_COMPLETION_TOKENS)
 			s->res->body.has_max_completion_tokens = true;

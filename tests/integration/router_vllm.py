@@ -18,6 +18,10 @@ router on one region (workers[].engine: vllm):
             to it directly) matches on that engine only for sql-lora (cache_candidate), never for chat-lora
             or the base model (no_cache_candidate); an adapter one engine
             serves (only-b, listed by its /v1/models) goes to that engine.
+  alone     a second router without a statebus (its master discovers the
+            engines: /server_info 404, /v1/models answers → engine kind
+            vllm) runs the same PD flow for workers configured with roles
+            only.
   pd-retry  the first prefill engine is down: the attempt is retried on the
             second one before any byte reached the client.
   load      model base-m on two plain vLLM engines under power_of_two: with
@@ -44,6 +48,7 @@ from sytest import check, fail, free_port, request  # noqa: E402
 ROUTER, STATEBUS, MOCK, SYCTL = sys.argv[1:5]
 T = tempfile.mkdtemp(prefix="sy-rvllm.")
 SHM = "/dev/shm/sy-test-rvllm-%d" % os.getpid()
+SHM2 = SHM + "-alone"
 procs = []
 
 
@@ -341,6 +346,24 @@ def main():
         fail("power_of_two ignored the scraped load: %s" % served)
     log("load: every pick went to the engine whose /metrics showed no queue")
 
+    # ---- alone: no statebus, engine kind discovered -------------------------
+    port2 = free_port()
+    sytest.start_router(ROUTER, T, "router-alone", port2,
+                        "model_id: pd-m\nstate: {shm_path: %s}\n"
+                        "workers:\n  - {url: %s, role: prefill}\n  - {url: %s, role: decode}\n"
+                        "router: {host: 127.0.0.1, port: %d, processes: 1}\n"
+                        % (SHM2, P.url, D.url, port2), procs, timeout=20)
+    wait_for("engine kinds discovered by the master", lambda: all(
+        w.get("engine") == "vllm" for w in sytest.syctl_json(SYCTL, SHM2, "workers")["workers"]))
+    for stream in (False, True):
+        st, h, body = post(port2, "/v1/chat/completions",
+                           {"model": "pd-m", "max_tokens": 4, "stream": stream,
+                            "messages": [{"role": "user", "content": "alone %s" % stream}]})
+        if st != 200:
+            fail("vLLM PD without a statebus (stream %s): %d %s" % (stream, st, body[:300]))
+        check(h.get("x-switchyard-prefill-worker") == P.url, "alone PD: %s" % h)
+    log("alone: the master discovered vLLM engines; PD ran vLLM's flow without a statebus")
+
     # ---- pd-retry: one prefill engine gone, the pair is tried again --------
     P2.p.kill()
     P2.p.wait()
@@ -355,7 +378,8 @@ def main():
 
 def cleanup(ok):
     sytest.stop_procs(procs)
-    subprocess.run([SYCTL, "--shm", SHM, "destroy"], capture_output=True)
+    for shm in (SHM, SHM2):
+        subprocess.run([SYCTL, "--shm", shm, "destroy"], capture_output=True)
     if ok:
         subprocess.run(["rm", "-rf", T])
 
