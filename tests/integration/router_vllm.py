@@ -221,6 +221,11 @@ def adapter_checks(port, E1, E2):
           ws[E1.url]["lora_adapters"] == ["sql-lora", "chat-lora"],
           "adapters from /v1/models in the workers table: %s" %
           [(u, ws[u]["lora_adapters"]) for u in (E1.url, E2.url)])
+    listed = {m["id"]: m.get("parent") for m in
+              json.loads(request(port, "GET", "/v1/models")[2])["data"]}
+    check(listed.get("only-b") == "lora-m" and listed.get("sql-lora") == "lora-m" and
+          "lora-m" in listed and listed["lora-m"] is None,
+          "the router's /v1/models lists the adapters with their parent: %s" % listed)
     # served by E2 directly: only its KV events (re-hashed by the statebus in
     # sql-lora's namespace) can tell the router where the prefix is
     text = prompt(11, 1600)
