@@ -273,29 +273,26 @@ static void prefill_on_body(struct rt_exchange *x, const char *err)
 static const struct rt_exchange_cb prefill_cb = {prefill_on_connect, prefill_on_head,
 						 prefill_on_body};
 
-/* vLLM: the prefill leg alone; the decode follows its answer. */
-static void vllm_start(struct fwd *f, uint64_t now_ns)
+/* The prefill leg of f's attempt at `pu` (vllm: vLLM's protocol), attached
+ * to f with its guard and timer, its exchange initialised but not started;
+ * NULL when out of memory (the attempt failed then). The prefill may
+ * outlive the client request: head and body are own copies. */
+static struct prefill *prefill_new(struct fwd *f, struct rt_upstream *pu, uint64_t now_ns,
+				   bool vllm)
 {
-	const char *why = NULL;
-	struct rt_upstream *pu =
-		rt_upstream_get(rt_w.upstreams, f->sel.prefill.slot, f->sel.prefill.id, &why);
-	if (pu == NULL) {
-		rt_fwd_fail(f, &f->sel.prefill, true, 502, "upstream_unreachable", why);
-		return;
-	}
 	struct prefill *p = calloc(1, sizeof(*p));
-	h2o_iovec_t phead = rt_fwd_head(f, pu, NULL);
+	h2o_iovec_t phead = rt_fwd_head(f, pu, vllm ? NULL : f->sel.worker.id);
 	if (p == NULL || (p->mem = malloc(phead.len + f->body.len)) == NULL) {
 		free(p);
 		rt_fwd_fail(f, &f->sel.prefill, false, 500, "internal_error", "out of memory");
-		return;
+		return NULL;
 	}
 	memcpy(p->mem, phead.base, phead.len);
 	memcpy(p->mem + phead.len, f->body.base, f->body.len);
 	p->head_len = phead.len;
 	p->body_len = f->body.len;
 	p->w = f->sel.prefill;
-	p->vllm = true;
+	p->vllm = vllm;
 	f->sel.prefill.cb_probe = false; /* the prefill leg answers it */
 	p->cb_threshold = f->gen->cfg.router.cb_threshold;
 	p->f = f;
@@ -308,21 +305,16 @@ static void vllm_start(struct fwd *f, uint64_t now_ns)
 	p->timer.cb = prefill_on_timeout;
 	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
 	rt_exchange_init(&p->ux, &prefill_cb, p);
-	p->connected = true; /* written at once: nothing waits for the decode */
-	rt_exchange_start(&p->ux, pu, h2o_iovec_init(p->mem, p->head_len),
-			  h2o_iovec_init(p->mem + p->head_len, p->body_len), &rt_w.head_timeout);
+	return p;
 }
 
 void rt_pd_start(struct fwd *f, uint64_t now_ns)
 {
-	if (selection_pd_vllm(&f->sel)) {
-		vllm_start(f, now_ns);
-		return;
-	}
 	const char *why = NULL;
+	bool vllm = selection_pd_vllm(&f->sel);
 	struct rt_upstream *du =
-		rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
-	if (du == NULL) {
+		vllm ? NULL : rt_upstream_get(rt_w.upstreams, f->sel.worker.slot, f->sel.worker.id, &why);
+	if (!vllm && du == NULL) {
 		rt_fwd_fail(f, &f->sel.worker, true, 502, "upstream_unreachable", why);
 		return;
 	}
@@ -332,31 +324,17 @@ void rt_pd_start(struct fwd *f, uint64_t now_ns)
 		rt_fwd_fail(f, &f->sel.prefill, true, 502, "upstream_unreachable", why);
 		return;
 	}
-	struct prefill *p = calloc(1, sizeof(*p));
-	h2o_iovec_t phead = rt_fwd_head(f, pu, f->sel.worker.id);
-	if (p == NULL || (p->mem = malloc(phead.len + f->body.len)) == NULL) {
-		free(p);
-		rt_fwd_fail(f, &f->sel.prefill, false, 500, "internal_error", "out of memory");
+	struct prefill *p = prefill_new(f, pu, now_ns, vllm);
+	if (p == NULL)
+		return;
+	if (vllm) {
+		/* alone, written at once: the decode follows its answer */
+		p->connected = true;
+		rt_exchange_start(&p->ux, pu, h2o_iovec_init(p->mem, p->head_len),
+				  h2o_iovec_init(p->mem + p->head_len, p->body_len),
+				  &rt_w.head_timeout);
 		return;
 	}
-	/* The prefill may outlive the client request: own copies. */
-	memcpy(p->mem, phead.base, phead.len);
-	memcpy(p->mem + phead.len, f->body.base, f->body.len);
-	p->head_len = phead.len;
-	p->body_len = f->body.len;
-	p->w = f->sel.prefill;
-	f->sel.prefill.cb_probe = false; /* the prefill leg answers it */
-	p->cb_threshold = f->gen->cfg.router.cb_threshold;
-	p->f = f;
-	f->pf = p;
-	f->d_connected = f->legs_sent = false;
-	if (rt_w.region)
-		p->guard = statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, p->w.slot, now_ns) ==
-			   SY_OK;
-	rt_w.active_requests++;
-	p->timer.cb = prefill_on_timeout;
-	h2o_timeout_link(rt_w.loop, &rt_w.prefill_timeout, &p->timer);
-	rt_exchange_init(&p->ux, &prefill_cb, p);
 	/* decode first: a failure to connect it (reported at once or later)
 	 * aborts the prefill before anything was written */
 	rt_fwd_open_main(f, du, now_ns, true);
