@@ -96,6 +96,11 @@ void rt_fwd_cut(struct fwd *f);
  * (`hold`: connect only, rt_exchange_send writes it). */
 void rt_fwd_open_main(struct fwd *f, struct rt_upstream *up, uint64_t now_ns, bool hold);
 
+/* Takes the main target's in-flight guard ahead of its exchange (vLLM PD:
+ * the decode counts as busy with the request while its prefill runs);
+ * rt_fwd_open_main keeps it, rt_fwd_release_main drops it. */
+void rt_fwd_guard(struct fwd *f, uint64_t now_ns);
+
 /* Releases the decode leg: exchange, in-flight guard, stall count. */
 void rt_fwd_release_main(struct fwd *f);
 

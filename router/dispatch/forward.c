@@ -86,6 +86,8 @@ static void guard_release(struct fwd *f)
 
 static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 {
+	if (f->guard_held && f->guard_slot == slot)
+		return; /* already counted (rt_fwd_guard) */
 	guard_release(f);
 	if (rt_w.region &&
 	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, slot, now_ns) == SY_OK) {
@@ -93,6 +95,8 @@ static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 		f->guard_held = true;
 	}
 }
+
+void rt_fwd_guard(struct fwd *f, uint64_t now_ns) { guard_acquire(f, f->sel.worker.slot, now_ns); }
 
 /* Stall detection counts a streamed request while its exchange runs. */
 static void stall_begin(struct fwd *f, uint64_t now_ns)

@@ -328,7 +328,9 @@ void rt_pd_start(struct fwd *f, uint64_t now_ns)
 	if (p == NULL)
 		return;
 	if (vllm) {
-		/* alone, written at once: the decode follows its answer */
+		/* alone, written at once: the decode follows its answer; the
+		 * decode counts the request meanwhile, as in SGLang's flow */
+		rt_fwd_guard(f, now_ns);
 		p->connected = true;
 		rt_exchange_start(&p->ux, pu, h2o_iovec_init(p->mem, p->head_len),
 				  h2o_iovec_init(p->mem + p->head_len, p->body_len),

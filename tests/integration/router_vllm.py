@@ -21,7 +21,8 @@ router on one region (workers[].engine: vllm):
   alone     a second router without a statebus (its master discovers the
             engines: /server_info 404, /v1/models answers → engine kind
             vllm) runs the same PD flow for workers configured with roles
-            only.
+            only; while a slow prefill runs, the decode already counts the
+            request in flight (its guard is taken with the prefill's).
   pd-retry  the first prefill engine is down: the attempt is retried on the
             second one before any byte reached the client.
   load      model base-m on two plain vLLM engines under power_of_two: with
@@ -353,11 +354,14 @@ def main():
 
     # ---- alone: no statebus, engine kind discovered -------------------------
     port2 = free_port()
+    Ps = Mock("prefill-slow", "pd-m", "--disaggregation-mode", "prefill",
+              "--prefill-us-per-token", "3000")
+    Ds = Mock("decode-slow", "pd-m", "--disaggregation-mode", "decode", "--pd-timeout-ms", "5000")
     sytest.start_router(ROUTER, T, "router-alone", port2,
                         "model_id: pd-m\nstate: {shm_path: %s}\n"
                         "workers:\n  - {url: %s, role: prefill}\n  - {url: %s, role: decode}\n"
                         "router: {host: 127.0.0.1, port: %d, processes: 1}\n"
-                        % (SHM2, P.url, D.url, port2), procs, timeout=20)
+                        % (SHM2, Ps.url, Ds.url, port2), procs, timeout=20)
     wait_for("engine kinds discovered by the master", lambda: all(
         w.get("engine") == "vllm" for w in sytest.syctl_json(SYCTL, SHM2, "workers")["workers"]))
     for stream in (False, True):
@@ -366,7 +370,25 @@ def main():
                             "messages": [{"role": "user", "content": "alone %s" % stream}]})
         if st != 200:
             fail("vLLM PD without a statebus (stream %s): %d %s" % (stream, st, body[:300]))
-        check(h.get("x-switchyard-prefill-worker") == P.url, "alone PD: %s" % h)
+        check(h.get("x-switchyard-prefill-worker") == Ps.url, "alone PD: %s" % h)
+
+    def inflight():
+        return {w["worker"]: w["in_flight"]
+                for w in sytest.syctl_json(SYCTL, SHM2, "inflight")["workers"]}
+    slow = {}
+
+    def slow_request():  # ~600 prompt tokens × 3 ms of prefill
+        slow["r"] = post(port2, "/v1/completions",
+                         {"model": "pd-m", "prompt": prompt(5, 600), "max_tokens": 2})
+    t = threading.Thread(target=slow_request)
+    t.start()
+    wait_for("the slow prefill in flight", lambda: inflight().get(Ps.url) == 1, timeout=5)
+    during = inflight()
+    t.join(30)
+    check(slow.get("r", (0,))[0] == 200, "slow PD request: %s" % (slow.get("r"),))
+    check(during.get(Ds.url) == 1, "the decode counts the request while its prefill runs: %s"
+          % during)
+    check(inflight() == {Ps.url: 0, Ds.url: 0}, "guards released: %s" % inflight())
     log("alone: the master discovered vLLM engines; PD ran vLLM's flow without a statebus")
 
     # ---- pd-retry: one prefill engine gone, the pair is tried again --------
