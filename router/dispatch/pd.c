@@ -19,7 +19,9 @@
  * both (engine_group_pick per stage).
  *
  * vLLM (selection_pd_vllm: the prefill worker is a vLLM engine; the flow
- * of vLLM's disaggregation proxy): the prefill request goes out alone
+ * of vLLM's disaggregation proxy): both guards are taken (the decode's
+ * with rt_fwd_guard, so it counts the request meanwhile) and the prefill
+ * request goes out alone
  * (kv_transfer_params asking for remote decode, max_tokens 1, not
  * streamed: body_rewrite.h), its answer is held (≤ VLLM_PREFILL_BODY_MAX
  * bytes) and read once complete: the "kv_transfer_params" object it
