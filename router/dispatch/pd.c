@@ -33,6 +33,10 @@
  * freed by the engine. A prefill answer without kv_transfer_params is
  * passed on as vLLM's proxy does (the decode then computes the prompt
  * itself); a prefill answer that is not a JSON object fails the attempt.
+ * A prefill that refuses the request itself (4xx other than 408 and 429:
+ * a prompt over the context length, a bad parameter) is not an engine
+ * failure: the client gets its status and message (in the router's error
+ * shape), with no retry and no breaker failure.
  * The same X-Request-Id goes to both legs (access_log.h keeps it in the
  * request's headers).
  */
@@ -48,6 +52,7 @@
 #include "router/dispatch/stall.h"
 #include "router/http/access_log.h"
 #include "router/http/metrics.h"
+#include "router/http/response.h"
 #include "router/worker.h"
 
 /* Largest vLLM prefill answer read (bytes): one token's completion with
@@ -67,6 +72,8 @@ struct prefill {
 	bool connected;
 	bool guard;                 /* in-flight guard held */
 	bool vllm;                  /* vLLM protocol: the answer is read (file comment) */
+	bool relay;                 /* vLLM: a refusal of the request (4xx but 408 /
+				       429) answered to the client (vllm_prefill_refused) */
 };
 
 const char *rt_pd_stage_name(enum pd_stage s)
@@ -211,6 +218,48 @@ static void vllm_decode_start(struct fwd *f, const char *kv, size_t kv_len)
 	rt_fwd_open_main(f, du, sy_mono_ns(), false);
 }
 
+/* The router's code for a refusal `status` of an engine, and the status
+ * it is answered with (a 4xx the code table has no code for is 400). */
+static const char *refusal_code(int *status)
+{
+	switch (*status) {
+	case 401: return "unauthorized";
+	case 403: return "forbidden";
+	case 404: return "not_found";
+	case 413: return "payload_too_large";
+	default: *status = 400; return "bad_request";
+	}
+}
+
+/* vLLM: the prefill refused the request (p->relay): the client gets that
+ * status (refusal_code) with the engine's message (OpenAI / vLLM error
+ * shapes: error.message, message or detail). Frees p. */
+static void vllm_prefill_refused(struct prefill *p)
+{
+	struct fwd *f = p->f;
+	int status = p->status;
+	char msg[ROUTER_ERROR_MSG_MAX] = "";
+	json_t *root = json_loadb(p->ux.body->bytes, p->ux.body->size, 0, NULL);
+	const char *m = json_string_value(json_object_get(json_object_get(root, "error"), "message"));
+	if (m == NULL)
+		m = json_string_value(json_object_get(root, "message"));
+	if (m == NULL)
+		m = json_string_value(json_object_get(root, "detail"));
+	snprintf(msg, sizeof(msg), "%s", m ? m : "no message");
+	json_decref(root);
+	struct selected_worker w = p->w;
+	prefill_ok(p); /* the engine answered: success for its breaker */
+	if (f == NULL || f->req == NULL || f->cancelled || f->final_sent)
+		return;
+	rt_fwd_release_main(f);
+	int engine_status = status;
+	const char *code = refusal_code(&status);
+	f->final_sent = true;
+	f->status = status;
+	rt_send_dispatch_errorf(f->req, f->route, w.id, sy_mono_ns() - f->t_start, status, code,
+				"the prefill worker refused the request (%d): %s", engine_status, msg);
+}
+
 static void prefill_on_timeout(h2o_timeout_entry_t *e)
 {
 	struct prefill *p = H2O_STRUCT_FROM_MEMBER(struct prefill, timer, e);
@@ -241,6 +290,12 @@ static void prefill_on_head(struct rt_exchange *x, const char *err, int status,
 	}
 	p->status = status;
 	rt_stall_byte(p->w.slot, p->w.generation, sy_mono_ns());
+	if (p->vllm && status >= 400 && status < 500 && status != 408 && status != 429) {
+		p->relay = true;
+		if (eos)
+			vllm_prefill_refused(p);
+		return;
+	}
 	if (status >= 400) {
 		rt_exchange_cancel(&p->ux);
 		prefill_failed(p, NULL, PD_STAGE_PREFILL);
@@ -264,7 +319,9 @@ static void prefill_on_body(struct rt_exchange *x, const char *err)
 		prefill_failed(p, "the prefill worker's answer is too large", PD_STAGE_PREFILL);
 		return;
 	}
-	if (err == rt_exchange_eos && p->vllm)
+	if (err == rt_exchange_eos && p->relay)
+		vllm_prefill_refused(p);
+	else if (err == rt_exchange_eos && p->vllm)
 		vllm_prefill_done(p);
 	else if (err == rt_exchange_eos)
 		prefill_ok(p);

@@ -11,7 +11,8 @@ router on one region (workers[].engine: vllm):
             decode mock refuses a request without them and waits on the
             prefill's room before it decodes: chat and completions complete
             streamed and non-streamed, a client's own kv_transfer_params do
-            not reach the prefill, and the prefill never sees a stream.
+            not reach the prefill, and the prefill never sees a stream; a
+            request the prefill refuses gets its 400 and message, unretried.
   adapters  model lora-m on two vLLM engines with KV events (the statebus
             re-hashes them, LoRA names seeding the chain) and a cache_aware
             bucket: a prompt an engine served under adapter sql-lora (sent
@@ -181,6 +182,21 @@ def pd_checks(port, Ps, D):
         fail("vLLM PD streamed chat: %d %s" % (st, body[:300]))
     used = prefills() - prefill_before
     check(used == 3, "one prefill request per PD request: %d" % used)
+    # a request the prefill refuses (a client error, not an engine failure):
+    # its status and message, no retry on the other prefill, no decode
+    def refused():
+        return sum(p.stats()["bad_requests"] for p in Ps)
+    before, dec_before = refused(), D.stats()["requests"] + D.stats()["bad_requests"]
+    st, h, body = post(port, "/v1/chat/completions",
+                       {"model": "pd-m", "max_tokens": 3, "n": 2,
+                        "messages": [{"role": "user", "content": "two please"}]})
+    check(st == 400 and h.get("x-router-error-code") == "bad_request" and
+          b"the prefill worker refused the request (400): n > 1" in body,
+          "the prefill's refusal reaches the client: %d %s %s" % (st, h, body[:300]))
+    dec_after = D.stats()["requests"] + D.stats()["bad_requests"]
+    check(refused() - before == 1 and dec_after == dec_before,
+          "a refused request is not retried nor decoded: %d prefills, %d decodes"
+          % (refused() - before, dec_after - dec_before))
     # the decode engine checks it was given the prefill's params: straight to it
     # without them it refuses (the router's flow is what made the above pass)
     st, _, body = post(D.port, "/v1/completions", {"model": "pd-m", "prompt": "x", "max_tokens": 2})
