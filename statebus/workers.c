@@ -62,6 +62,10 @@ static void copy_facts(struct statebus_worker *dst, const struct statebus_worker
 	dst->kv_topic[sizeof(dst->kv_topic) - 1] = '\0';
 	dst->health_failures = w->health_failures;
 	dst->health_checked_ns = w->health_checked_ns;
+	/* an adapter list always ends: its last two bytes are NULs */
+	memcpy(dst->lora_adapters, w->lora_adapters, sizeof(dst->lora_adapters));
+	dst->lora_adapters[sizeof(dst->lora_adapters) - 2] = '\0';
+	dst->lora_adapters[sizeof(dst->lora_adapters) - 1] = '\0';
 }
 
 static bool dp_ok(const struct statebus_region *r, const struct statebus_worker *w)

@@ -328,6 +328,15 @@ static json_t *worker_json(struct statebus_region *r, uint32_t slot,
 	json_object_set_new(e, "role", json_string(NAME_OF(role_names, w->role)));
 	json_object_set_new(e, "engine", json_string(w->engine == STATEBUS_ENGINE_VLLM ? "vllm"
 										       : "sglang"));
+	json_t *lora = json_array();
+	for (size_t off = 0; off < sizeof(w->lora_adapters) && w->lora_adapters[off];) {
+		size_t l = strnlen(w->lora_adapters + off, sizeof(w->lora_adapters) - off);
+		if (off + l >= sizeof(w->lora_adapters))
+			break;
+		json_array_append_new(lora, json_stringn(w->lora_adapters + off, l));
+		off += l + 1;
+	}
+	json_object_set_new(e, "lora_adapters", lora);
 	json_object_set_new(e, "healthy", json_boolean(w->healthy));
 	json_object_set_new(e, "health_failures", json_integer(w->health_failures));
 	json_object_set_new(e, "health_checked_age_ms",

@@ -21,7 +21,14 @@ POST /mock/reset and /flush_cache (the statebus index empties too).
 Reported per run: engine-side hit ratio (Σ cached / Σ prompt tokens from
 /mock/stats), TTFT mean/p50/p99 client-side and engine-side (/mock/stats
 `recent`, polled during the run), throughput (requests/s of the run) and
-errors. Writes bench/results/quality.md and bench/results/quality.png.
+errors. Writes bench/results/quality.md and bench/results/quality.png
+(ENGINE=vllm: quality-vllm.md and quality-vllm.png).
+
+ENGINE=vllm runs the same workload on mocks in `--engine vllm` mode (vLLM's
+HTTP API, /metrics and map-form KV events with opaque ids; the statebus
+re-hashes their token_ids and scrapes /metrics for load; workers[].engine
+vllm with their kv_events endpoints from the configuration; flushes by
+/reset_prefix_cache).
 
 Scenarios (SCENARIOS, default "events"):
   events    the engines publish KV events at once (the table above:
@@ -36,7 +43,7 @@ with policy.cache_predicted_weight 0 (predictions ignored: KV events only).
 
 Env (defaults): ENGINES 8, PROMPTS 32, PROMPT_CHARS 2000, SESSIONS 128,
 TURNS 6, CONC 32, CACHE_TOKENS 10240, PREFILL_US 40, DECODE_US 4000,
-MAX_TOKENS 16, POLICIES "round_robin power_of_two session_aware cache_aware
+MAX_TOKENS 16, ENGINE sglang, POLICIES "round_robin power_of_two session_aware cache_aware
 haproxy", SCENARIOS "events", PREDICT_POLICIES "round_robin cache_aware
 cache_aware_events_only", DELAY_MS 200.
 """
@@ -69,6 +76,11 @@ def env(name, dflt):
 
 
 ENGINES = env("ENGINES", 8)
+ENGINE = os.environ.get("ENGINE", "sglang")
+if ENGINE not in ("sglang", "vllm"):
+    raise SystemExit("ENGINE: sglang or vllm")
+SUFFIX = "" if ENGINE == "sglang" else "-vllm"
+FLEET_ROWS = []
 PROMPTS = env("PROMPTS", 32)
 PROMPT_CHARS = env("PROMPT_CHARS", 2000)
 SESSIONS = env("SESSIONS", 128)
@@ -233,7 +245,7 @@ def mock_ports(urls):
 def reset_mocks(urls):
     for p in mock_ports(urls):
         hreq(p, "POST", "/mock/reset", "")
-        hreq(p, "POST", "/flush_cache", "")
+        hreq(p, "POST", "/flush_cache" if ENGINE == "sglang" else "/reset_prefix_cache", "")
 
 
 class RecentPoller(threading.Thread):
@@ -275,9 +287,9 @@ def start_router(policy):
     port = free_port()
     cfg = os.path.join(T, "router-%s.yaml" % policy)
     with open(cfg, "w") as f:
-        f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
+        f.write("model_id: m1\nstate: {shm_path: %s}\n%s"
                 "router: {host: 127.0.0.1, port: %d, processes: 2}\n"
-                "policy: %s\n" % (SHM, ", ".join(URLS), port,
+                "policy: %s\n" % (SHM, workers_yaml(), port,
                                    POLICY_YAML.get(policy, "{type: %s}" % policy)))
     p = subprocess.Popen([ROUTER, "--config", cfg, "--log-level", "warn"],
                          stdout=open(os.path.join(T, "router-%s.log" % policy), "a"),
@@ -285,6 +297,20 @@ def start_router(policy):
     procs.append(p)
     wait_for("router " + policy, lambda: hreq(port, "GET", "/readyz", timeout=2)[0] == 200)
     return p, port
+
+
+def workers_yaml(kv_events="on"):
+    """The workers: section (vLLM engines advertise no KV endpoint: from
+    here; with KV events off only their block size)."""
+    if ENGINE == "sglang":
+        return "worker_urls: [%s]\n" % ", ".join(URLS)
+    if kv_events == "off":
+        return "workers:\n" + "".join("  - {url: %s, engine: vllm, kv_events: {block_size: 16}}\n"
+                                       % m["url"] for m in FLEET_ROWS)
+    return "workers:\n" + "".join(
+        "  - {url: %s, engine: vllm, kv_events: {endpoint_host: 127.0.0.1, "
+        "endpoint_port_base: %d, replay_port_base: %d, block_size: 16}}\n"
+        % (m["url"], m["kv_port"], m["replay_port"]) for m in FLEET_ROWS)
 
 
 def start_haproxy():
@@ -370,16 +396,16 @@ def write_results(rows):
             worst = [r["name"] for r in others if not ca[k] < r[k]]
             verdict.append("cache_aware client TTFT %s below every baseline: %s" % (
                 lab, "met" if not worst else "**not met** (vs %s)" % ", ".join(worst)))
-    head = ("Workload: %d sessions × %d turns over %d system prompts of %d tokens (+60–240-token "
+    head = ("Engines: %s mocks. Workload: %d sessions × %d turns over %d system prompts of %d tokens (+60–240-token "
             "user turns, %d output tokens each), %d concurrent clients, streamed; %d mock engines "
             "(block 16, %d KV tokens each, %d µs/uncached prompt token on a serial prefill "
             "timeline, %d µs/output token). Router: 2 processes, statebus on the same region. "
-            "Date %s, %s." % (SESSIONS, TURNS, PROMPTS, PROMPT_CHARS, MAX_TOKENS, CONC, ENGINES,
+            "Date %s, %s." % (ENGINE, SESSIONS, TURNS, PROMPTS, PROMPT_CHARS, MAX_TOKENS, CONC, ENGINES,
                               CACHE_TOKENS, PREFILL_US, DECODE_US,
                               time.strftime("%Y-%m-%d"), machine()))
     md = "# bench/quality\n\n" + head + "\n\n" + "\n".join(lines) + "\n\n" + \
          "\n".join("- " + v for v in verdict) + "\n"
-    with open(os.path.join(RESULTS, "quality.md"), "w") as f:
+    with open(os.path.join(RESULTS, "quality%s.md" % SUFFIX), "w") as f:
         f.write(md)
     print(md)
     try:
@@ -403,9 +429,9 @@ def write_results(rows):
     ax[1].set_ylabel("client TTFT (ms)")
     ax[1].set_title("TTFT (client side)")
     ax[1].legend()
-    fig.suptitle("switchyard bench/quality — shared-prefix multi-turn workload")
+    fig.suptitle("switchyard bench/quality — shared-prefix multi-turn workload (%s mocks)" % ENGINE)
     fig.tight_layout()
-    fig.savefig(os.path.join(RESULTS, "quality.png"), dpi=110)
+    fig.savefig(os.path.join(RESULTS, "quality%s.png" % SUFFIX), dpi=110)
 
 
 def machine():
@@ -426,19 +452,22 @@ def start_fleet(d, extra):
                         "--model", "m1", "--block-size", "16", "--cache-tokens", str(CACHE_TOKENS),
                         "--prefill-us-per-token", str(PREFILL_US),
                         "--decode-us-per-token", str(DECODE_US), "--max-running", "32",
-                        "--load-interval-ms", "200", "--log-level", "warn"] + extra,
+                        "--load-interval-ms", "200", "--log-level", "warn"] + extra
+                       + (["--engine", "vllm"] if ENGINE == "vllm" else []),
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise SystemExit("mock-fleet: " + r.stderr)
+    global FLEET_ROWS
     with open(os.path.join(d, "fleet.json")) as f:
-        return [m["url"] for m in json.load(f)]
+        FLEET_ROWS = json.load(f)
+    return [m["url"] for m in FLEET_ROWS]
 
 
 def start_statebus(kv_events):
     cfg = os.path.join(T, "statebus.yaml")
     with open(cfg, "w") as f:
-        f.write("model_id: m1\nstate: {shm_path: %s}\nworker_urls: [%s]\n"
-                "statebus: {kv_events: %s}\n" % (SHM, ", ".join(URLS), kv_events))
+        f.write("model_id: m1\nstate: {shm_path: %s}\n%s"
+                "statebus: {kv_events: %s}\n" % (SHM, workers_yaml(kv_events), kv_events))
     sb = subprocess.Popen([STATEBUS, "--config", cfg, "--log-level", "warn"],
                           stdout=open(os.path.join(T, "statebus.log"), "a"),
                           stderr=subprocess.STDOUT)

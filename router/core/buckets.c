@@ -219,7 +219,8 @@ static size_t collect(struct engine_group *g, struct pick_env *env, struct engin
 	size_t n = 0;
 	for (size_t i = 0; i < f->n && n < env->scratch_cap; i++) {
 		const struct fleet_entry *e = &f->entries[i];
-		if (e->model_idx != env->model_idx || worker_exclude_has(env->exclude, e->slot))
+		if (e->model_idx != env->model_idx || worker_exclude_has(env->exclude, e->slot) ||
+		    (env->adapter_asked && (e->adapters & env->adapter_bit) == 0))
 			continue;
 		bool lost_here = false;
 		for (unsigned j = 0; j < n_lost; j++)
@@ -251,6 +252,7 @@ static size_t collect(struct engine_group *g, struct pick_env *env, struct engin
 		k->id = e->id;
 		k->bootstrap_port = e->bootstrap_port;
 		k->dp_size = e->dp_size;
+		k->engine = e->engine;
 		k->load_read = false;
 		k->cb_probe = v == CANDIDATE_PROBE;
 	}

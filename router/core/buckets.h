@@ -160,6 +160,10 @@ struct pick_env {
 	uint64_t now_ns;
 	struct fleet *fleet;
 	uint32_t model_idx;
+	bool adapter_asked;          /* the request names a LoRA adapter: only
+					workers with adapter_bit in their
+					fleet_entry.adapters are candidates */
+	uint64_t adapter_bit;        /* 0: the adapter is served by nobody now */
 	struct engine_candidate *scratch[2]; /* [0] plain/prefill, [1] decode */
 	size_t scratch_cap;
 	struct pick_rejections *rej;

@@ -73,6 +73,47 @@ uint32_t fleet_model_index(const struct fleet *f, const char *name, size_t len)
 	return find_model(f, name, len);
 }
 
+uint32_t fleet_adapter_index(const struct fleet *f, const char *name, size_t len,
+			     uint32_t *model_idx)
+{
+	if (len >= STATEBUS_MODEL_MAX)
+		return FLEET_NO_MODEL;
+	for (size_t i = 0; i < f->n_adapters; i++)
+		if (strncmp(f->adapters[i].name, name, len) == 0 && f->adapters[i].name[len] == '\0') {
+			*model_idx = f->adapters[i].model_idx;
+			return (uint32_t)i;
+		}
+	return FLEET_NO_MODEL;
+}
+
+/* The bits of the adapters `list` (statebus_worker.lora_adapters) of a
+ * worker of model `model_idx`, interned into f->adapters. */
+static uint64_t add_adapters(struct fleet *f, const char *list, size_t cap, uint32_t model_idx)
+{
+	uint64_t bits = 0;
+	size_t off = 0;
+	while (off < cap && list[off] != '\0') {
+		size_t l = strnlen(list + off, cap - off);
+		if (off + l >= cap || l >= STATEBUS_MODEL_MAX)
+			break; /* unterminated: a torn or hostile record */
+		const char *name = list + off;
+		off += l + 1;
+		size_t i;
+		for (i = 0; i < f->n_adapters; i++)
+			if (f->adapters[i].model_idx == model_idx && strcmp(f->adapters[i].name, name) == 0)
+				break;
+		if (i == f->n_adapters) {
+			if (f->n_adapters == FLEET_MAX_ADAPTERS)
+				continue;
+			memcpy(f->adapters[i].name, name, l + 1);
+			f->adapters[i].model_idx = model_idx;
+			f->n_adapters++;
+		}
+		bits |= UINT64_C(1) << i;
+	}
+	return bits;
+}
+
 static int cmp_entry(const void *a, const void *b)
 {
 	return strcmp(((const struct fleet_entry *)a)->id, ((const struct fleet_entry *)b)->id);
@@ -93,6 +134,7 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
 	size_t n = 0;
 	struct statebus_worker w;
 	f->n_models = f->n_static_models; /* re-intern the table's models */
+	f->n_adapters = 0;
 	for (uint32_t s = 0; s < cap; s++) {
 		if (statebus_worker_read(r, s, &w) != SY_OK || w.state != STATEBUS_WORKER_ACTIVE)
 			continue;
@@ -110,6 +152,8 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
 		e->healthy = w.healthy != 0;
 		e->bootstrap_port = w.bootstrap_port;
 		e->dp_size = w.dp_size;
+		e->engine = w.engine;
+		e->adapters = add_adapters(f, w.lora_adapters, sizeof(w.lora_adapters), e->model_idx);
 		e->kv_block_size = w.kv_block_size;
 		e->kv_bigram = w.kv_bigram != 0;
 		e->kv_indexed = w.has_cache_signal && w.kv_rejected == STATEBUS_KV_OK;

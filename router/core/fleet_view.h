@@ -30,6 +30,14 @@
 
 #define FLEET_DEFAULT_REFRESH_NS UINT64_C(20000000) /* 20 ms */
 #define FLEET_NO_MODEL UINT32_MAX
+#define FLEET_MAX_ADAPTERS 64u /* distinct (LoRA adapter, base model) pairs
+				  routable as adapters; more are left out */
+
+/* A LoRA adapter some worker serves (statebus_worker.lora_adapters). */
+struct fleet_adapter {
+	char name[STATEBUS_MODEL_MAX];
+	uint32_t model_idx;      /* its base model: index into fleet.models */
+};
 
 struct fleet_entry {
 	uint32_t slot;
@@ -39,6 +47,8 @@ struct fleet_entry {
 	bool healthy;
 	uint16_t bootstrap_port;
 	uint16_t dp_size;
+	uint8_t engine;          /* enum statebus_engine_kind */
+	uint64_t adapters;       /* bit i: serves fleet.adapters[i] */
 	uint32_t kv_block_size;  /* tokens per KV block, 0 = unknown */
 	bool kv_bigram;          /* the engine hashes in bigram mode */
 	bool kv_indexed;         /* the index holds this worker's blocks: KV events
@@ -58,6 +68,9 @@ struct fleet {
 					       the static configuration */
 	size_t n_models, cap_models;
 	size_t n_static_models;  /* the first n_static_models come from config */
+	struct fleet_adapter adapters[FLEET_MAX_ADAPTERS]; /* of entries, re-interned
+					   at each refresh */
+	size_t n_adapters;
 };
 
 /* Empty fleet with the given refresh period (ns). */
@@ -77,6 +90,12 @@ bool fleet_refresh(struct fleet *f, const struct statebus_region *r, uint64_t no
 /* Index of model `len` bytes at `name` in f->models, or FLEET_NO_MODEL when
  * no worker (live or configured) serves it. */
 uint32_t fleet_model_index(const struct fleet *f, const char *name, size_t len);
+
+/* The adapter `len` bytes at `name` as some entry serves it: its index in
+ * f->adapters (the first pair of that name when two base models have one)
+ * with *model_idx its base model, or FLEET_NO_MODEL. */
+uint32_t fleet_adapter_index(const struct fleet *f, const char *name, size_t len,
+			     uint32_t *model_idx);
 
 /* Bits (1 << enum statebus_worker_role) of the roles of the entries that
  * serve model `idx`, healthy or not. O(entries). */

@@ -140,6 +140,13 @@ enum body_role {
 				  sampling_params on /generate */
 	BODY_SAMPLING_PARAMS,  /* /generate: the top-level "sampling_params" */
 	BODY_INPUT_IDS,        /* top-level "input_ids" */
+	BODY_KV_TRANSFER,      /* "kv_transfer_params" (vLLM PD: the router's
+				  replace the client's) */
+	BODY_PREFILL_OUTPUT,   /* "stream", "stream_options",
+				  "max_tokens", "max_completion_tokens",
+				  "min_tokens", "min_completion_tokens" not
+				  named by the override (replaced or dropped in
+				  a vLLM PD prefill) */
 };
 
 /* One member of an object of the body: body[key, key + key_len) is the key
@@ -165,6 +172,7 @@ struct body_members {
 	bool sampling_object;    /* /generate: "sampling_params" is an object */
 	bool has_sampling_params; /* /generate: "sampling_params" present (object or null) */
 	bool has_input_ids;      /* a top-level "input_ids" member is present */
+	bool has_max_completion_tokens; /* chat: "max_completion_tokens" present */
 };
 
 struct prefix_memo; /* router/policies/cache/cache_source.h: per-request
@@ -189,6 +197,9 @@ struct pick_request {
 	bool stream;                   /* "stream": true */
 	uint32_t n;                    /* choices ("n", sampling_params.n), ≥ 1 */
 	struct router_span cache_salt; /* decoded value, absent when ptr NULL */
+	struct router_span lora;       /* the LoRA adapter the body's model names
+					  (router_select_adapter: `model` is then
+					  its base model), absent when ptr NULL */
 	struct router_span session_key; /* header value, absent when ptr NULL/len 0 */
 	struct router_span routing_key; /* header value, absent when ptr NULL/len 0 */
 	bool has_ttft_slo;

@@ -312,6 +312,23 @@ static size_t past(const struct scan *s, size_t at, char sep)
 
 /* Records the member whose key just ended (yajl consumed up to its closing
  * quote); `start` is the previous member's end. Returns 1, or 0 on nomem. */
+/* The role of top-level key k[0..l) (decoded) in a vLLM PD prefill:
+ * BODY_KV_TRANSFER, BODY_PREFILL_OUTPUT or BODY_KEEP. Given on every route
+ * (only a vLLM PD rewrite reads it), so the members the rewrite writes are
+ * never doubled. */
+static enum body_role pd_output_role(const char *k, size_t l)
+{
+	static const char *const out[] = {"stream",	"stream_options",	 "max_tokens",
+					  "max_completion_tokens", "min_tokens",
+					  "min_completion_tokens"};
+	if (l == 18 && memcmp(k, "kv_transfer_params", 18) == 0)
+		return BODY_KV_TRANSFER;
+	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+		if (strlen(out[i]) == l && memcmp(k, out[i], l) == 0)
+			return BODY_PREFILL_OUTPUT;
+	return BODY_KEEP;
+}
+
 static int member_begin(struct scan *s, bool sub, size_t start, enum body_role role,
 			unsigned param)
 {
@@ -958,6 +975,10 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 			role = BODY_SAMPLING;
 		else if (l == 9 && memcmp(k, "input_ids", 9) == 0)
 			role = BODY_INPUT_IDS;
+		else
+			role = pd_output_role((const char *)k, l);
+		if (key == K_MAX_COMPLETION_TOKENS)
+			s->res->body.has_max_completion_tokens = true;
 		if (role == BODY_INPUT_IDS)
 			s->res->body.has_input_ids = true;
 		return member_begin(s, false, s->member_start, role, param >= 0 ? (unsigned)param : 0);

@@ -42,6 +42,7 @@ static void copy_worker(struct selected_worker *dst, const struct engine_candida
 	dst->slot = c->slot;
 	dst->generation = c->generation;
 	dst->bootstrap_port = c->bootstrap_port;
+	dst->engine = c->engine;
 	dst->cb_probe = c->cb_probe;
 	dst->cb_probe_ns = c->cb_probe ? now_ns : 0;
 	/* snprintf(dst->id, …, "%s", c->id) without the formatter (hot path) */
@@ -128,6 +129,39 @@ int router_select_default_model(struct router_gen *g, struct statebus_region *r,
 	req->model.ptr = buf;
 	req->model.len = strlen(buf);
 	return SY_OK;
+}
+
+int router_select_adapter(struct router_gen *g, struct statebus_region *r,
+			  struct pick_request *req, char *buf, size_t cap, uint64_t now_ns)
+{
+	if (req->model.ptr == NULL || req->lora.ptr != NULL)
+		return SY_OK;
+	fleet_refresh(&g->fleet, r, now_ns, false);
+	if (fleet_model_index(&g->fleet, req->model.ptr, req->model.len) != FLEET_NO_MODEL)
+		return SY_OK;
+	uint32_t base;
+	if (fleet_adapter_index(&g->fleet, req->model.ptr, req->model.len, &base) ==
+	    FLEET_NO_MODEL)
+		return SY_OK;
+	req->lora = req->model;
+	snprintf(buf, cap, "%s", g->fleet.models[base]);
+	req->model.ptr = buf;
+	req->model.len = strlen(buf);
+	return SY_OK;
+}
+
+/* The adapter filter of a pick of `req` over the snapshot `f`. */
+static void adapter_filter(const struct fleet *f, const struct pick_request *req,
+			   struct pick_env *env)
+{
+	env->adapter_asked = req->lora.ptr != NULL;
+	env->adapter_bit = 0; /* an adapter gone from the fleet: no candidate */
+	uint32_t base;
+	uint32_t i = env->adapter_asked
+			     ? fleet_adapter_index(f, req->lora.ptr, req->lora.len, &base)
+			     : FLEET_NO_MODEL;
+	if (i != FLEET_NO_MODEL && base == env->model_idx)
+		env->adapter_bit = UINT64_C(1) << i;
 }
 
 int router_select_begin(struct router_gen *g, struct statebus_region *r,
@@ -223,6 +257,7 @@ static int picks(struct router_gen *g, struct statebus_region *r, const struct p
 		.exclude = ex,
 		.cb_cool_down_ns = router_gen_cb_cool_down_ns(g),
 	};
+	adapter_filter(&g->fleet, req, &env);
 	enum engine_stage last_stage = STAGE_PLAIN;
 	o = attempt(order, &env, n_order, out, &last_stage);
 	if (o != PICK_OK && env.stale) {
@@ -238,6 +273,7 @@ static int picks(struct router_gen *g, struct statebus_region *r, const struct p
 					 req->model.ptr);
 			return SY_ENOENT;
 		}
+		adapter_filter(&g->fleet, req, &env);
 		o = attempt(order, &env, n_order, out, &last_stage);
 	}
 	if (o == PICK_OK) {
@@ -333,6 +369,8 @@ int router_select_excluding(struct router_gen *g, struct statebus_region *r,
 	int drc = router_select_default_model(g, r, &local, model_buf, sizeof(model_buf), now_ns, err);
 	if (drc != SY_OK)
 		return drc;
+	char base_buf[STATEBUS_MODEL_MAX];
+	(void)router_select_adapter(g, r, &local, base_buf, sizeof(base_buf), now_ns);
 	int rc = router_select_begin(g, r, req, now_ns, g->order, &n_order, PREFIX_FILL_WAIT, err);
 	if (rc != SY_OK)
 		return rc;

@@ -51,6 +51,8 @@ struct selected_worker {
 	uint32_t slot;            /* workers-table slot (in-flight guard column) */
 	uint32_t generation;      /* validate again before dispatch if delayed */
 	uint16_t bootstrap_port;  /* PD bootstrap port, 0 = none (JSON null) */
+	uint8_t engine;           /* enum statebus_engine_kind: the PD protocol
+				     of a PD selection is its prefill's */
 	bool cb_probe;            /* carries its breaker's half-open probe, taken
 				     at cb_probe_ns: the attempt reports, or
 				     hands it back (statebus_breaker_release_probe) */
@@ -80,6 +82,14 @@ struct selection {
 					     fleet snapshot (0 normally) */
 };
 
+/* Whether PD selection `s` runs vLLM's protocol (the prefill worker is a
+ * vLLM engine: kv_transfer_params, prefill then decode) rather than
+ * SGLang's bootstrap (both legs at once). */
+static inline bool selection_pd_vllm(const struct selection *s)
+{
+	return s->pd && s->prefill.engine == STATEBUS_ENGINE_VLLM;
+}
+
 /* Runs selection for `req` under generation `g` on region `r` at `now_ns`
  * (CLOCK_MONOTONIC). Returns 0 with *out filled, or a negative sy_err with
  * *err filled: SY_ENOENT (404), SY_EINVAL (400), SY_EBUSY (503: exhausted),
@@ -99,6 +109,18 @@ int router_select(struct router_gen *g, struct statebus_region *r, const struct 
 int router_select_default_model(struct router_gen *g, struct statebus_region *r,
 				struct pick_request *req, char *buf, size_t cap, uint64_t now_ns,
 				struct router_error *err);
+
+/* A request whose model is not served but is a LoRA adapter some worker
+ * serves (fleet_adapter_index; vLLM lists adapters with their parent in
+ * /v1/models): req->lora takes the adapter's name (the span req->model
+ * had) and req->model its base model, copied to `buf` (cap bytes, the
+ * caller's for as long as `req`). Selection then keeps to the workers that
+ * serve the adapter, and the prefix memo hashes the prompt in the
+ * adapter's namespace (sy_blockhash_lora_seed), as the statebus indexes
+ * that adapter's blocks. Returns 0 (req untouched otherwise). Never
+ * blocks. router_select does this itself. */
+int router_select_adapter(struct router_gen *g, struct statebus_region *r,
+			  struct pick_request *req, char *buf, size_t cap, uint64_t now_ns);
 
 /* Step one for `req` under `g` on `r` at `now_ns`: the 404 and 400 checks of
  * router_select, the resolution into `order` (caller's, room for

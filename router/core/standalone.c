@@ -7,7 +7,9 @@
  *               disaggregation_mode, disaggregation_bootstrap_port, dp_size,
  *               page_size; statebus/daemon/discovery.c parses it), else
  *               GET /get_model_info (model_path), else GET /v1/models (the
- *               first base model; vLLM and other OpenAI servers). A worker
+ *               first base model; vLLM and other OpenAI servers, then
+ *               run as engine kind vllm unless workers[].engine says
+ *               sglang). A worker
  *               whose model was not configured takes the engine's; a
  *               reported prefill/decode role replaces a plain one; a
  *               prefill worker without a configured bootstrap port takes
@@ -60,6 +62,9 @@ struct facts {
 	uint16_t bootstrap_port;  /* 0 = not said */
 	uint16_t dp_size;         /* 0 = not said */
 	uint32_t block_size;      /* tokens per page, 0 = not said */
+	bool openai_only;         /* only /v1/models answered: vLLM (or another
+				     OpenAI server) */
+	char lora_adapters[STATEBUS_LORA_LIST_MAX]; /* its LoRA adapters (/v1/models) */
 };
 
 struct sa_worker {
@@ -71,6 +76,7 @@ struct sa_worker {
 	uint16_t bootstrap_port;
 	uint16_t dp_size;
 	uint32_t block_size;
+	int engine;               /* enum sy_engine_kind */
 	/* discovery */
 	enum disc_state disc;
 	enum probe step;
@@ -137,6 +143,7 @@ int rt_standalone_configure(struct rt_standalone *s, const struct sy_config *cfg
 		snprintf(x->model, sizeof(x->model), "%s", cw->model ? cw->model : cfg->model_id);
 		x->model_default = cw->model == NULL || cw->model_default;
 		x->bootstrap_port = (uint16_t)cw->bootstrap_port;
+		x->engine = cw->engine;
 		x->dp_size = (uint16_t)(cw->kv_events.dp_size > 0 ? cw->kv_events.dp_size : 1);
 		x->block_size = (uint32_t)(cw->kv_events.block_size > 0 ? cw->kv_events.block_size : 0);
 		n++;
@@ -198,6 +205,11 @@ static void describe(const struct sa_worker *x, struct statebus_worker *rec)
 		rec->bootstrap_port = x->f.bootstrap_port;
 	rec->dp_size = x->f.dp_size ? x->f.dp_size : x->dp_size;
 	rec->kv_block_size = x->block_size ? x->block_size : x->f.block_size;
+	memcpy(rec->lora_adapters, x->f.lora_adapters, sizeof(rec->lora_adapters));
+	rec->engine = x->engine == SY_ENGINE_VLLM ||
+				      (x->engine == SY_ENGINE_AUTO && x->f.openai_only)
+			      ? STATEBUS_ENGINE_VLLM
+			      : STATEBUS_ENGINE_SGLANG;
 }
 
 int rt_standalone_register(struct rt_standalone *s, struct statebus_region *r)
@@ -388,8 +400,11 @@ static void disc_answer(struct rt_standalone *s, struct sa_worker *x, const stru
 	} else if (t->kind == P_MODELS && ok) {
 		uint32_t adapters;
 		char m[STATEBUS_MODEL_MAX];
-		if (sbd_vllm_models_parse(t->body, t->len, m, sizeof(m), &adapters) == SY_OK)
+		if (sbd_vllm_models_parse(t->body, t->len, m, sizeof(m), &adapters,
+					  x->f.lora_adapters, sizeof(x->f.lora_adapters)) == SY_OK) {
 			snprintf(x->f.model, sizeof(x->f.model), "%s", m);
+			x->f.openai_only = true;
+		}
 	}
 	(void)now;
 	if (t->kind == P_MODELS) {

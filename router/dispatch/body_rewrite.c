@@ -21,6 +21,25 @@
 #define U64_DIGITS 20
 #define PD_KEYS_BYTES 64 /* "bootstrap_host":[] ... keys, brackets, commas */
 
+/* What a vLLM PD prefill appends (vLLM's disaggregation proxy's values). */
+static const char vllm_prefill_members[] =
+	"\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,"
+	"\"remote_engine_id\":null,\"remote_block_ids\":null,\"remote_host\":null,"
+	"\"remote_port\":null},\"stream\":false,\"max_tokens\":1";
+static const char vllm_prefill_mct[] = "\"max_completion_tokens\":1";
+
+/* Whether sampling-override parameter `key` is replaced in a vLLM prefill. */
+static bool prefill_output_key(const char *key)
+{
+	static const char *const out[] = {"stream",	"stream_options",	 "max_tokens",
+					  "max_completion_tokens", "min_tokens",
+					  "min_completion_tokens", "kv_transfer_params"};
+	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+		if (strcmp(key, out[i]) == 0)
+			return true;
+	return false;
+}
+
 static bool has_override(const struct body_rewrite *rw)
 {
 	return rw->sampling != NULL && rw->sampling->n > 0;
@@ -28,7 +47,8 @@ static bool has_override(const struct body_rewrite *rw)
 
 bool body_rewrite_needed(const struct body_rewrite *rw)
 {
-	return has_override(rw) || rw->input_ids != NULL || rw->pd_host != NULL;
+	return has_override(rw) || rw->input_ids != NULL || rw->pd_host != NULL ||
+	       rw->vllm_pd != VLLM_PD_NONE;
 }
 
 int body_rewrite_check(const struct sampling_override *ov, const char *body,
@@ -83,6 +103,10 @@ size_t body_rewrite_bound(const struct body_rewrite *rw, const struct pick_reque
 		n += rw->sampling->members_len + 4 + sizeof("\"sampling_params\":");
 	if (rw->input_ids != NULL) /* ,"input_ids":[] and digits with a comma each */
 		n += sizeof(",\"input_ids\":[]") + rw->n_input_ids * 11;
+	if (rw->vllm_pd == VLLM_PD_PREFILL)
+		n += sizeof(vllm_prefill_members) + sizeof(vllm_prefill_mct) + 2;
+	if (rw->vllm_pd == VLLM_PD_DECODE && rw->kv_params != NULL)
+		n += sizeof(",\"kv_transfer_params\":") + rw->kv_params_len;
 	if (rw->pd_host != NULL) { /* per entry: quoted escaped host, port, room, commas */
 		size_t batch = body_rewrite_batch(req);
 		n += PD_KEYS_BYTES + 1 + rw->pd_host_len * 6 + 1 +
@@ -122,9 +146,11 @@ static void put_member(struct out *o, const char *body, const struct body_member
 	put(o, body + m->value, m->value_len);
 }
 
-static void put_override(struct out *o, const struct sampling_override *ov)
+static void put_override(struct out *o, const struct sampling_override *ov, bool prefill)
 {
 	for (size_t i = 0; i < ov->n; i++) {
+		if (prefill && prefill_output_key(ov->params[i].key))
+			continue;
 		sep(o);
 		put(o, ov->params[i].member, ov->params[i].member_len);
 	}
@@ -139,7 +165,7 @@ static void put_sampling_object(struct out *o, const char *body, const struct pi
 	for (size_t i = 0; req->body.sampling_object && i < req->body.n_sampling; i++)
 		if (req->body.sampling[i].role != BODY_SAMPLING)
 			put_member(&in, body, &req->body.sampling[i]);
-	put_override(&in, ov);
+	put_override(&in, ov, false);
 	*in.p++ = '}';
 	o->p = in.p;
 }
@@ -206,7 +232,9 @@ size_t body_rewrite_build(struct body_rewrite *rw, const char *body,
 	for (size_t i = 0; i < req->body.n_top; i++) {
 		const struct body_member *m = &req->body.top[i];
 		if ((m->role == BODY_BOOTSTRAP && rw->pd_host != NULL) ||
-		    (m->role == BODY_SAMPLING && ov != NULL && !gen))
+		    (m->role == BODY_SAMPLING && ov != NULL && !gen) ||
+		    (m->role == BODY_KV_TRANSFER && rw->vllm_pd != VLLM_PD_NONE) ||
+		    (m->role == BODY_PREFILL_OUTPUT && rw->vllm_pd == VLLM_PD_PREFILL))
 			continue;
 		if (m->role == BODY_SAMPLING_PARAMS && ov != NULL) {
 			sep(&o);
@@ -218,7 +246,7 @@ size_t body_rewrite_build(struct body_rewrite *rw, const char *body,
 		put_member(&o, body, m);
 	}
 	if (ov != NULL && !gen)
-		put_override(&o, ov);
+		put_override(&o, ov, rw->vllm_pd == VLLM_PD_PREFILL);
 	if (ov != NULL && gen && !req->body.has_sampling_params) {
 		sep(&o);
 		put(&o, SY_LIT("\"sampling_params\":"));
@@ -236,6 +264,19 @@ size_t body_rewrite_build(struct body_rewrite *rw, const char *body,
 	}
 	if (rw->pd_host != NULL)
 		put_pd(&o, rw, body_rewrite_batch(req));
+	if (rw->vllm_pd == VLLM_PD_PREFILL) {
+		sep(&o);
+		put(&o, vllm_prefill_members, sizeof(vllm_prefill_members) - 1);
+		if (req->body.has_max_completion_tokens) {
+			*o.p++ = ',';
+			put(&o, vllm_prefill_mct, sizeof(vllm_prefill_mct) - 1);
+		}
+	}
+	if (rw->vllm_pd == VLLM_PD_DECODE && rw->kv_params != NULL) {
+		sep(&o);
+		put(&o, SY_LIT("\"kv_transfer_params\":"));
+		put(&o, rw->kv_params, rw->kv_params_len);
+	}
 	*o.p++ = '}';
 	return (size_t)(o.p - out);
 }

@@ -15,6 +15,17 @@
  *       the client's bootstrap_host / _port / _room dropped, the router's
  *       appended: host string, port (0 → null), fresh room; arrays of
  *       body_rewrite_batch() entries, one fresh room each, for a batch.
+ *   vLLM PD (kv_transfer_params through vLLM's KV connectors; the flow of
+ *   vLLM's disaggregation proxy, docs/router.md "PD on vLLM")
+ *       prefill: the client's kv_transfer_params and BODY_PREFILL_OUTPUT
+ *       members (and override members of those names) dropped, then
+ *       "kv_transfer_params":{"do_remote_decode":true,
+ *       "do_remote_prefill":false,"remote_engine_id":null,
+ *       "remote_block_ids":null,"remote_host":null,"remote_port":null},
+ *       "stream":false,"max_tokens":1 and, when the client sent
+ *       max_completion_tokens, "max_completion_tokens":1 appended;
+ *       decode: the client's kv_transfer_params dropped and the prefill's
+ *       returned object (bytes as given, a JSON object) appended.
  * Appended members come in that order, after the client's. The object's
  * members are written compactly (`key:value` joined by ','), keys and
  * values byte for byte; whitespace between members and after the object
@@ -33,6 +44,13 @@
 #include "router/core/prepare.h"
 #include "router/core/sampling_override.h"
 
+/* Which leg of a vLLM PD request a body is for. */
+enum body_vllm_pd {
+	VLLM_PD_NONE = 0,
+	VLLM_PD_PREFILL, /* remote decode asked, one token, not streamed */
+	VLLM_PD_DECODE,  /* the prefill's kv_transfer_params passed on */
+};
+
 /* The changes for one request (all borrowed for the call). */
 struct body_rewrite {
 	const struct sampling_override *sampling; /* NULL or no params: none */
@@ -43,6 +61,11 @@ struct body_rewrite {
 	size_t pd_host_len;
 	uint16_t pd_port;           /* prefill bootstrap port; 0 → null */
 	uint64_t room;              /* out: the first bootstrap_room written (PD), for logs */
+	enum body_vllm_pd vllm_pd;  /* vLLM PD leg (file comment); not with pd_host */
+	const char *kv_params;      /* VLLM_PD_DECODE: the prefill's kv_transfer_params
+				       (kv_params_len bytes, a JSON object), or NULL:
+				       none appended */
+	size_t kv_params_len;
 };
 
 /* Whether `rw` changes anything (false: forward the body as it came). */

@@ -82,7 +82,7 @@ struct fwd {
 /* ---- forward.c, for pd.c ---- */
 
 /* Head of a POST of the request to `up` (pool), with x-sgl-decode-url when
- * `decode_url` is not NULL. */
+ * `decode_url` is not NULL (SGLang PD). */
 h2o_iovec_t rt_fwd_head(struct fwd *f, const struct rt_upstream *up, const char *decode_url);
 
 /* The current attempt failed before any byte reached the client with
@@ -99,6 +99,11 @@ void rt_fwd_cut(struct fwd *f);
 /* Takes the main exchange's guard and stall count and starts it at `up`
  * (`hold`: connect only, rt_exchange_send writes it). */
 void rt_fwd_open_main(struct fwd *f, struct rt_upstream *up, uint64_t now_ns, bool hold);
+
+/* Takes the main target's in-flight guard ahead of its exchange (vLLM PD:
+ * the decode counts as busy with the request while its prefill runs);
+ * rt_fwd_open_main keeps it, rt_fwd_release_main drops it. */
+void rt_fwd_guard(struct fwd *f, uint64_t now_ns);
 
 /* Releases the decode leg: exchange, in-flight guard, stall count. */
 void rt_fwd_release_main(struct fwd *f);

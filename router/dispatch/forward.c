@@ -16,8 +16,9 @@
  * leaves excluded workers out), the body is rebuilt for the new selection
  * and the next attempt starts after the backoff (a 10 ms tick checks the
  * due time, so no attempt starts from inside the callback that failed);
- * otherwise the error is answered. A PD attempt is retried only while
- * neither leg was sent.
+ * otherwise the error is answered. An SGLang PD attempt is retried only
+ * while neither leg was sent; a vLLM one (prefill, then decode) like a
+ * plain one, until a byte reached the client.
  *
  * Response body flow (one send in flight, as h2o requires):
  *   on_body: data accumulates in the exchange's body buffer; if nothing is
@@ -86,6 +87,8 @@ static void guard_release(struct fwd *f)
 
 static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 {
+	if (f->guard_held && f->guard_slot == slot)
+		return; /* already counted (rt_fwd_guard) */
 	guard_release(f);
 	if (rt_w.region &&
 	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, slot, now_ns) == SY_OK) {
@@ -93,6 +96,8 @@ static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 		f->guard_held = true;
 	}
 }
+
+void rt_fwd_guard(struct fwd *f, uint64_t now_ns) { guard_acquire(f, f->sel.worker.slot, now_ns); }
 
 /* Stall detection counts a streamed request while its exchange runs. */
 static void stall_begin(struct fwd *f, uint64_t now_ns)
@@ -637,8 +642,9 @@ void rt_fwd_fail(struct fwd *f, const struct selected_worker *failed, bool retry
  * timeout expired, else 502. */
 static void fail_exchange(struct fwd *f, const char *err)
 {
-	/* a PD attempt is retried only while neither leg was sent */
-	bool retryable = !f->sel.pd || !f->legs_sent;
+	/* an SGLang PD attempt is retried only while neither leg was sent; a
+	 * vLLM one (the prefill done, the decode not answering) as a plain one */
+	bool retryable = !f->sel.pd || !f->legs_sent || selection_pd_vllm(&f->sel);
 	rt_fwd_passive_down(&f->sel.worker, err);
 	if (f->sel.pd)
 		rt_pd_decode_failed(f, f->legs_sent ? PD_STAGE_DECODE : PD_STAGE_DECODE_CONNECT, err);
@@ -804,8 +810,8 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 			rt_pd_decode_failed(f, PD_STAGE_DECODE, "response headers too large");
 		breaker_report(f, STATEBUS_CB_FAILURE);
 		record_worker_outcome(f, RT_OUT_ERROR);
-		rt_fwd_fail(f, &f->sel.worker, !f->sel.pd, 502, "upstream_unreachable",
-			    "the worker's response headers are too large");
+		rt_fwd_fail(f, &f->sel.worker, !f->sel.pd || selection_pd_vllm(&f->sel), 502,
+			    "upstream_unreachable", "the worker's response headers are too large");
 		return;
 	}
 	uint64_t now = sy_mono_ns();
@@ -829,7 +835,8 @@ static void on_head(struct rt_exchange *x, const char *err, int status, const h2
 	}
 	/* A retryable status (SMG's list) goes to another worker when allowed —
 	 * nothing has reached the client yet. Otherwise it is passed on. */
-	if (!f->sel.pd && retryable_status(status) && f->gen->cfg.router.retry_max_retries > 0) {
+	if ((!f->sel.pd || selection_pd_vllm(&f->sel)) && retryable_status(status) &&
+	    f->gen->cfg.router.retry_max_retries > 0) {
 		char m[64];
 		snprintf(m, sizeof(m), "the worker answered %d", status);
 		struct selected_worker failed = f->sel.worker;
@@ -903,7 +910,7 @@ static void on_connect(struct rt_exchange *x, const char *err)
 {
 	struct fwd *f = x->data;
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_CONNECT, sy_mono_ns() - f->t_connect_start);
-	if (f->sel.pd && err == NULL) {
+	if (f->sel.pd && !selection_pd_vllm(&f->sel) && err == NULL) {
 		rt_pd_decode_connected(f);
 		return;
 	}
@@ -918,7 +925,8 @@ void rt_fwd_open_main(struct fwd *f, struct rt_upstream *up, uint64_t now_ns, bo
 	f->up = up;
 	guard_acquire(f, f->sel.worker.slot, now_ns);
 	stall_begin(f, now_ns);
-	f->head = rt_fwd_head(f, up, f->sel.pd ? f->sel.worker.id : NULL);
+	f->head = rt_fwd_head(f, up,
+			      f->sel.pd && !selection_pd_vllm(&f->sel) ? f->sel.worker.id : NULL);
 	f->t_dispatch = f->t_connect_start = now_ns;
 	if (hold) /* PD decode: a fresh connection proves the decode listens */
 		rt_exchange_connect(&f->ux, up, f->head, f->body, &rt_w.head_timeout, true);

@@ -1,6 +1,7 @@
 /* admin.c — POST /flush_cache (fan-out) and the /workers admin API.
  *
- * /flush_cache sends POST /flush_cache to every active worker at once (one
+ * /flush_cache sends each active worker its engine's flush at once
+ * (SGLang: POST /flush_cache; vLLM: POST /reset_prefix_cache) (one
  * exchange of the upstream client each, head timeout --request-timeout-secs)
  * and answers when all have answered (or failed): 200 when every worker
  * said 2xx, else 502, with {"results":[{"worker","status"}]}.
@@ -148,9 +149,11 @@ int rt_route_flush_cache(h2o_req_t *req)
 			continue;
 		}
 		char head[512];
+		const char *path =
+			w.engine == STATEBUS_ENGINE_VLLM ? "/reset_prefix_cache" : "/flush_cache";
 		int len = snprintf(head, sizeof(head),
-				   "POST %.*s/flush_cache HTTP/1.1\r\nhost: %.*s\r\ncontent-length: 0\r\n\r\n",
-				   (int)up->prefix.len, up->prefix.base, (int)up->authority.len,
+				   "POST %.*s%s HTTP/1.1\r\nhost: %.*s\r\ncontent-length: 0\r\n\r\n",
+				   (int)up->prefix.len, up->prefix.base, path, (int)up->authority.len,
 				   up->authority.base);
 		h2o_iovec_t reqbuf = h2o_strdup(&req->pool, head, (size_t)len);
 		fl->pending++;

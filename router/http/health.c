@@ -28,23 +28,43 @@ int rt_route_readyz(h2o_req_t *req)
 	return rt_send_body(req, ROUTE_READYZ, 200, "text/plain; charset=utf-8", "ready\n", 6);
 }
 
-static void model_cb(const char *model, void *arg)
+/* One entry of the list; `parent` NULL for a model, its base model for a
+ * LoRA adapter (as vLLM lists them). */
+static void model_cb(const char *model, const char *parent, void *arg)
 {
 	struct rt_buf *b = arg;
 	if (b->p[b->n - 1] != '[')
 		rt_buf_puts(b, ",");
 	rt_buf_puts(b, "{\"id\":\"");
 	rt_buf_json_str(b, model, strlen(model));
-	rt_buf_puts(b, "\",\"object\":\"model\",\"created\":0,\"owned_by\":\"switchyard\"}");
+	rt_buf_puts(b, "\",\"object\":\"model\",\"created\":0,\"owned_by\":\"switchyard\"");
+	if (parent != NULL) {
+		rt_buf_puts(b, ",\"parent\":\"");
+		rt_buf_json_str(b, parent, strlen(parent));
+		rt_buf_puts(b, "\"");
+	}
+	rt_buf_puts(b, "}");
 }
 
 /* Calls `fn` once per distinct model of generation `g` (configured) and
- * of the state plane (registered workers). */
-static void models_each(struct router_gen *g, void (*fn)(const char *model, void *arg), void *arg)
+ * of the state plane (registered workers), then once per LoRA adapter the
+ * workers serve (routable by name) with its base model. */
+static void models_each(struct router_gen *g,
+			void (*fn)(const char *model, const char *parent, void *arg), void *arg)
 {
 	fleet_refresh(&g->fleet, rt_w.region, sy_mono_ns(), false);
 	for (size_t i = 0; i < g->fleet.n_models; i++)
-		fn(g->fleet.models[i], arg);
+		fn(g->fleet.models[i], NULL, arg);
+	for (size_t i = 0; i < g->fleet.n_adapters; i++) {
+		uint32_t base;
+		const struct fleet_adapter *a = &g->fleet.adapters[i];
+		/* a name that is also a model is routed as the model; the
+		 * first base model of a name is the one routed */
+		if (fleet_model_index(&g->fleet, a->name, strlen(a->name)) != FLEET_NO_MODEL ||
+		    fleet_adapter_index(&g->fleet, a->name, strlen(a->name), &base) != i)
+			continue;
+		fn(a->name, g->fleet.models[a->model_idx], arg);
+	}
 }
 
 int rt_route_models(h2o_req_t *req)

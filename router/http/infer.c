@@ -125,6 +125,8 @@ static int infer_begin(struct router_gen *g, struct infer_request *ir, uint64_t 
 					     sizeof(ir->model_buf), now_ns, err);
 	if (rc != 0)
 		return rc;
+	(void)router_select_adapter(g, rt_w.region, &ir->pr, ir->model_buf, sizeof(ir->model_buf),
+				    now_ns);
 	rc = router_select_begin(g, rt_w.region, &ir->pr, now_ns, ir->order, &ir->n_order,
 				 PREFIX_FILL_SEND, err);
 	if (rc == 0)
@@ -167,7 +169,9 @@ int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_reque
 		rw.input_ids = pr->token_ids;
 		rw.n_input_ids = pr->n_token_ids;
 	}
-	if (sel->pd) {
+	if (selection_pd_vllm(sel)) {
+		rw.vllm_pd = VLLM_PD_PREFILL; /* the decode's: rt_infer_decode_body */
+	} else if (sel->pd) {
 		uint16_t port;
 		const char *path;
 		if (rt_url_split(sel->prefill.id, host, sizeof(host), &port, &path) != 0)
@@ -205,6 +209,24 @@ static int rerank_prepare(h2o_req_t *req, struct infer_request *ir)
 		ir->rerank.rid = h2o_strdup(&req->pool, rid, SIZE_MAX).base;
 		free(rid);
 	}
+	return 0;
+}
+
+int rt_infer_decode_body(h2o_req_t *req, struct router_gen *g, const struct infer_request *ir,
+			 const char *kv, size_t kv_len, h2o_iovec_t *body)
+{
+	struct body_rewrite rw = {.sampling = g->sampling_override,
+				  .vllm_pd = VLLM_PD_DECODE,
+				  .kv_params = kv,
+				  .kv_params_len = kv_len};
+	const struct pick_request *pr = &ir->pr;
+	if (pr->forward_ids) {
+		rw.input_ids = pr->token_ids;
+		rw.n_input_ids = pr->n_token_ids;
+	}
+	char *out = h2o_mem_alloc_pool(&req->pool, body_rewrite_bound(&rw, pr, ir->body.len));
+	body->len = body_rewrite_build(&rw, ir->body.base, pr, out);
+	body->base = out;
 	return 0;
 }
 

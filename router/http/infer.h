@@ -56,7 +56,8 @@ struct infer_request {
 	h2o_iovec_t body;              /* the body to forward */
 	uint64_t t_select_ns;          /* selection began */
 	char model_buf[STATEBUS_MODEL_MAX]; /* pr.model when the body names none and
-					       the fleet serves one model */
+					       the fleet serves one model, or the
+					       base model of the LoRA adapter it names */
 	struct rt_rerank rerank;       /* ROUTE_RERANK: what wraps the engine's
 					  answer (http/rerank.h); rerank.rid is
 					  in the request pool */
@@ -93,12 +94,21 @@ void rt_infer_predict(const struct infer_request *ir, const struct selection *se
 
 /* Builds the body forwarded for selection `sel` (body_rewrite.h: sampling
  * override, input ids, and for PD the prefill worker's bootstrap fields
- * with fresh rooms) from the request's body into its pool: *body is the
+ * with fresh rooms; for vLLM PD the prefill leg's kv_transfer_params,
+ * one token, not streamed) from the request's body into its pool: *body is the
  * result (the body as received when nothing changes), *room the first
  * bootstrap_room written (0 when not PD). Returns 0, or -1 when the prefill
  * worker's ID gives no host. Run again for a retry that chose another
  * prefill worker. */
 int rt_infer_body(h2o_req_t *req, struct router_gen *g, const struct infer_request *ir,
 		  const struct selection *sel, h2o_iovec_t *body, uint64_t *room);
+
+/* The body of the decode leg of a vLLM PD request (selection_pd_vllm; the
+ * prefill leg's is rt_infer_body's): the request's body with the sampling
+ * override and input ids as rt_infer_body, the client's kv_transfer_params
+ * dropped and `kv` (kv_len bytes, the JSON object the prefill returned;
+ * NULL: none) appended, into the request's pool. Returns 0. */
+int rt_infer_decode_body(h2o_req_t *req, struct router_gen *g, const struct infer_request *ir,
+			 const char *kv, size_t kv_len, h2o_iovec_t *body);
 
 #endif

@@ -2,7 +2,9 @@
  * (reference/policy-defaults.md §5; SGLang policies_reorg/admission.rs).
  *
  * metric ≥ cap rejects; an unknown metric fails open (running and waiting
- * need a fresh report, KV and pending tokens a native one); the router-local
+ * need a fresh report — LoadStat or vLLM's scraped /metrics —, KV tokens
+ * a native report or a scraped one with a KV capacity, pending tokens a
+ * native one); the router-local
  * in-flight count is always known. Nothing is reserved.
  */
 #include "router/policies/admission.h"
@@ -29,7 +31,7 @@ enum admission_limit engine_admission_check(const struct admission_limits *l,
 		return ADMIT_MAX_RUNNING_REQUESTS;
 	if (load->fresh && at_cap(l->max_waiting_requests, load->waiting))
 		return ADMIT_MAX_WAITING_REQUESTS;
-	if (load->native && at_cap(l->max_kv_tokens, load->kv_used))
+	if ((load->native || load->has_kv) && at_cap(l->max_kv_tokens, load->kv_used))
 		return ADMIT_MAX_KV_TOKENS;
 	if (load->native && at_cap(l->max_pending_prefill_tokens, load->pending))
 		return ADMIT_MAX_PENDING_PREFILL_TOKENS;

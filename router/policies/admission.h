@@ -51,11 +51,18 @@ struct engine_load {
 	bool fresh;            /* every expected DP rank reported within 5 s */
 	bool native;           /* fresh and V3 on every rank with max_total > 0
 				  and max_running > 0 (sglang-wire.md §13) */
+	bool scraped;          /* fresh from vLLM's /metrics on every rank (the
+				  scraped view): running, waiting, KV usage;
+				  no pending tokens, no queue time */
+	bool has_kv;           /* kv_used / kv_capacity known: native, or
+				  scraped with a KV capacity > 0 */
 	bool has_queue_ms;     /* native and a derived prefill throughput > 0 */
 	uint64_t running;      /* Σ num_running_reqs (fresh) */
 	uint64_t waiting;      /* Σ num_waiting_reqs (fresh) */
-	uint64_t kv_used;      /* Σ num_total_tokens (native), KV tokens in use */
-	uint64_t kv_capacity;  /* Σ max_total_num_tokens (native), tokens */
+	uint64_t kv_used;      /* Σ num_total_tokens (native) or KV usage ×
+				  capacity (scraped), KV tokens in use (has_kv) */
+	uint64_t kv_capacity;  /* Σ max_total_num_tokens (has_kv), tokens */
+	uint32_t kv_usage_ppm; /* scraped: mean KV usage over ranks × 10^6 */
 	uint64_t pending;      /* Σ num_waiting_uncached_tokens (native), tokens */
 	double queue_ms;       /* estimated_prefill_queue_ms = 1000·pending/throughput */
 	int64_t local_active;  /* router-local in-flight (Σ rows), always known */
@@ -65,6 +72,13 @@ struct engine_load {
 				  the sum stored with the oldest rank's report;
 				  load_based's dispatch correction, sglang-wire.md §13) */
 };
+
+/* Whether the pressure comparison reads `l`'s engine figures (native or
+ * scraped), not only its router-local count. */
+static inline bool engine_load_comparable(const struct engine_load *l)
+{
+	return l->native || l->scraped;
+}
 
 /* No caps at all. */
 void admission_limits_none(struct admission_limits *l);

@@ -67,6 +67,7 @@ struct engine_candidate {
 	const char *id;          /* worker ID (normalised URL) */
 	uint16_t bootstrap_port; /* PD bootstrap port, 0 = none */
 	uint16_t dp_size;        /* DP ranks */
+	uint8_t engine;          /* enum statebus_engine_kind */
 	bool load_read;          /* `load` filled for this pick */
 	bool cb_probe;           /* usable only as its breaker's half-open probe
 				    (engine_group_pick takes it when picked) */

@@ -5,8 +5,9 @@
  * sample's load once (the pick's snapshot), reduce them with the stage
  * pressure comparison (engine_stage_compare: queue time / pending / waiting
  * / running / local active for plain and prefill, waiting / running / KV
- * fraction / KV tokens / local active for decode; local active only when
- * either side lacks fresh native data) where a full tie keeps the earlier
+ * fraction / KV tokens / local active for decode; on vLLM's scraped view
+ * the steps both sides know; local active only when either side lacks
+ * fresh native or scraped data) where a full tie keeps the earlier
  * sample, then run admission ONCE, on the winner: a rejection is
  * PICK_ADMISSION_REJECTED, never a resample. A single candidate is returned
  * directly (its load is still read, for admission).

@@ -19,6 +19,16 @@
  *   4     running                              KV tokens in use
  *   5     local active                         local active
  * If either side lacks fresh native data, both compare by local active only.
+ *
+ * vLLM's scraped view (fresh /metrics on every rank: running, waiting, KV
+ * usage; no pending tokens, no prefill throughput): when a side is scraped
+ * and the other native or scraped, the steps that both sides know run in
+ * the same order —
+ *   prefill / plain: waiting, running, local active;
+ *   decode: waiting, running, KV fraction (capacities when both know them,
+ *           else the scraped usage), local active.
+ * Missing or stale scraped data is unknown like a missing LoadStat: local
+ * active only, never zeros.
  */
 #include "router/policies/policy.h"
 
@@ -39,8 +49,16 @@ const struct engine_load *pick_ctx_load(struct pick_ctx *ctx, size_t i)
 			l->fresh = true;
 			l->running = v.num_running_reqs;
 			l->waiting = v.num_waiting_reqs;
-			if (v.native) {
+			if (v.scraped) {
+				l->scraped = true;
+				double u = v.kv_usage < 0 ? 0 : v.kv_usage > 1 ? 1 : v.kv_usage;
+				l->kv_usage_ppm = (uint32_t)(u * 1e6 + 0.5);
+				l->kv_used = v.num_tokens;
+				l->kv_capacity = v.max_total_num_tokens;
+				l->has_kv = v.max_total_num_tokens > 0;
+			} else if (v.native) {
 				l->native = true;
+				l->has_kv = true;
 				l->kv_used = v.num_total_tokens;
 				l->kv_capacity = v.max_total_num_tokens;
 				l->pending = v.num_waiting_uncached_tokens;
@@ -96,8 +114,25 @@ int engine_stage_compare(enum engine_stage stage, const struct engine_load *a,
 {
 	int c;
 
-	if (!a->native || !b->native)
+	if (!engine_load_comparable(a) || !engine_load_comparable(b))
 		return cmp_i64(a->local_active, b->local_active);
+	if (!a->native || !b->native) {
+		/* a scraped side: the steps both know */
+		if ((c = cmp_u64(a->waiting, b->waiting)) != 0)
+			return c;
+		if ((c = cmp_u64(a->running, b->running)) != 0)
+			return c;
+		if (stage == STAGE_DECODE) {
+			if (a->has_kv && b->has_kv)
+				c = cmp_fraction(a->kv_used, a->kv_capacity, b->kv_used,
+						 b->kv_capacity);
+			else if (a->scraped && b->scraped)
+				c = cmp_u64(a->kv_usage_ppm, b->kv_usage_ppm);
+			if (c != 0)
+				return c;
+		}
+		return cmp_i64(a->local_active, b->local_active);
+	}
 	if (stage == STAGE_DECODE) {
 		if ((c = cmp_u64(a->waiting, b->waiting)) != 0)
 			return c;

@@ -170,11 +170,14 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
 }
 
 int sbd_vllm_models_parse(const char *body, size_t len, char *model, size_t cap,
-			  uint32_t *n_adapters)
+			  uint32_t *n_adapters, char *adapters, size_t adapters_cap)
 {
 	*n_adapters = 0;
 	if (cap)
 		model[0] = '\0';
+	size_t used = 0; /* bytes of `adapters` written, its final NUL not counted */
+	if (adapters != NULL && adapters_cap > 0)
+		adapters[0] = '\0';
 	json_t *root = json_loadb(body, len, 0, NULL);
 	json_t *data = json_object_get(root, "data");
 	if (!json_is_array(data) || json_array_size(data) == 0) {
@@ -196,6 +199,13 @@ int sbd_vllm_models_parse(const char *body, size_t len, char *model, size_t cap,
 				base = id;
 		} else {
 			(*n_adapters)++; /* a LoRA adapter of a base model */
+			size_t l = strlen(id);
+			if (adapters != NULL && l > 0 && l < STATEBUS_MODEL_MAX &&
+			    used + l + 2 <= adapters_cap) {
+				memcpy(adapters + used, id, l + 1);
+				used += l + 1;
+				adapters[used] = '\0';
+			}
 		}
 	}
 	const char *pick = base ? base : first;

@@ -524,7 +524,8 @@ void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res)
 	char buf[STATEBUS_MODEL_MAX];
 	uint32_t adapters = 0;
 	int rc = !res->ok ? SY_EIO
-		 : models ? sbd_vllm_models_parse(res->body, res->len, buf, sizeof(buf), &adapters)
+		 : models ? sbd_vllm_models_parse(res->body, res->len, buf, sizeof(buf), &adapters,
+						  w->vllm_adapters, sizeof(w->vllm_adapters))
 			  : sbd_vllm_version_parse(res->body, res->len, buf, sizeof(buf));
 	if (rc != SY_OK) {
 		if (!disc_failed(d, w, what, res->ok ? "unexpected body" : res->error))
@@ -542,6 +543,7 @@ void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res)
 	} else {
 		w->disc = SBD_DISC_DONE;
 		set_engine(d, w, STATEBUS_ENGINE_VLLM);
+		memcpy(w->rec.lora_adapters, w->vllm_adapters, sizeof(w->rec.lora_adapters));
 		if (w->model_from_engine && w->vllm_model[0] &&
 		    strcmp(w->rec.model, w->vllm_model) != 0) {
 			sy_info("worker %s: model \"%s\" (from /v1/models)", w->rec.id, w->vllm_model);

@@ -77,9 +77,13 @@ int sbd_discovery_parse(const char *body, size_t len, const char *url, struct sb
  * OpenAI model list {"data": [{"id", "parent", ...}]}; the served model is
  * the first entry whose parent is null or absent (else the first entry),
  * the others are LoRA adapters (counted in *n_adapters). Copies its id to
- * model[cap]. Returns SY_OK, SY_EMALFORMED (no list, no id, or too long). */
+ * model[cap] and, when `adapters` is not NULL, the adapters' ids to
+ * adapters[adapters_cap] as struct statebus_worker.lora_adapters lists
+ * them (NUL-terminated names, an empty one last; a name that does not fit,
+ * or of STATEBUS_MODEL_MAX bytes or more, left out). Returns SY_OK,
+ * SY_EMALFORMED (no list, no id, or too long). */
 int sbd_vllm_models_parse(const char *body, size_t len, char *model, size_t cap,
-			  uint32_t *n_adapters);
+			  uint32_t *n_adapters, char *adapters, size_t adapters_cap);
 
 /* GET /version of vLLM: {"version": "x.y.z"}. Copies it to version[cap].
  * Returns SY_OK or SY_EMALFORMED. */

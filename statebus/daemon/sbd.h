@@ -99,6 +99,8 @@ struct sbd_worker {
 	int cfg_engine;                 /* enum sy_engine_kind from the configuration
 	                                   (AUTO: discovered) */
 	char vllm_model[STATEBUS_MODEL_MAX]; /* vLLM discovery: /v1/models' base model */
+	char vllm_adapters[STATEBUS_LORA_LIST_MAX]; /* and its LoRA adapters
+					   (statebus_worker.lora_adapters) */
 	bool model_from_engine;         /* no model configured: take /server_info's
 	                                   served_model_name / model_path */
 	uint64_t order;                 /* registration order (adopted, configured,

@@ -30,7 +30,8 @@
                                      7: + health table (passive health, stalls,
                                         circuit breakers);
                                      8: + rotation cursors table, header
-                                        index mode word */
+                                        index mode word, worker LoRA
+                                        adapter list */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -198,6 +199,7 @@ enum statebus_kv_rejected {
 #define STATEBUS_MODEL_MAX 128       /* bytes incl. NUL */
 #define STATEBUS_HOST_MAX 64         /* bytes incl. NUL */
 #define STATEBUS_TOPIC_MAX 64        /* bytes incl. NUL */
+#define STATEBUS_LORA_LIST_MAX 512   /* bytes of a worker's adapter list */
 
 /* One worker (engine) — the payload of a workers-table slot, and the copy
  * readers get. Strings are always NUL-terminated in a record read with
@@ -224,6 +226,11 @@ struct statebus_worker {
 	uint8_t engine;               /* enum statebus_engine_kind */
 	uint8_t reserved0[3];
 	uint64_t health_checked_ns;   /* CLOCK_MONOTONIC of the last check, 0 = never */
+	char lora_adapters[STATEBUS_LORA_LIST_MAX]; /* vLLM LoRA adapters the worker
+	                              serves on top of `model` (/v1/models entries
+	                              with a parent): names NUL-terminated one after
+	                              the other, an empty name ends the list ("" =
+	                              none); a name that does not fit is left out */
 };
 
 /* ------------------------------------------------------------------------ */

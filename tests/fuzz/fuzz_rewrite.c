@@ -3,14 +3,19 @@
  * bodies.
  *
  * The first byte picks the route (mod 3), a null bootstrap port (bit 2),
- * --sampling-param-conflict allow (bit 3), input ids (bit 4) and no PD
- * (bit 5); the rest is the body. Bodies preparation refuses are skipped.
+ * --sampling-param-conflict allow (bit 3), input ids (bit 4), no PD
+ * (bit 5), and for PD vLLM's protocol (bit 6) with its prefill leg (bit 7
+ * clear) or decode leg (bit 7 set); the rest is the body. Bodies preparation refuses are skipped.
  * Properties, with keys compared after JSON unescaping (yajl): the output
  * stays within body_rewrite_bound() and parses as one JSON object; each
  * member the router writes (bootstrap_host / _port / _room in PD,
  * input_ids, the override's keys on chat / completions, sampling_params on
- * /generate with the override's keys inside it) occurs exactly once; every
- * other top-level key occurs as often as in the input. With reject, a
+ * /generate with the override's keys inside it; for a vLLM prefill
+ * kv_transfer_params, stream, max_tokens, and max_completion_tokens when
+ * the client sent it on chat, for a vLLM decode kv_transfer_params) occurs
+ * exactly once; a vLLM prefill drops stream_options, min_tokens and
+ * min_completion_tokens; every other top-level key occurs as often as in
+ * the input. With reject, a
  * conflict names one of the override's parameters.
  */
 #include <stdlib.h>
@@ -130,8 +135,14 @@ static size_t count(char *const *arr, size_t n, const char *key)
 }
 
 static bool is_written(const char *key, enum route route, bool pd, bool ids,
-		       const struct sampling_override *ov)
+		       const struct sampling_override *ov, enum body_vllm_pd vllm, bool mct)
 {
+	if (vllm != VLLM_PD_NONE && strcmp(key, "kv_transfer_params") == 0)
+		return true;
+	if (vllm == VLLM_PD_PREFILL &&
+	    (strcmp(key, "stream") == 0 || strcmp(key, "max_tokens") == 0 ||
+	     (mct && strcmp(key, "max_completion_tokens") == 0)))
+		return true;
 	if (pd && (strcmp(key, "bootstrap_host") == 0 || strcmp(key, "bootstrap_port") == 0 ||
 		   strcmp(key, "bootstrap_room") == 0))
 		return true;
@@ -140,6 +151,16 @@ static bool is_written(const char *key, enum route route, bool pd, bool ids,
 	if (route == ROUTE_GENERATE)
 		return strcmp(key, "sampling_params") == 0;
 	return sampling_override_find(ov, key, strlen(key)) >= 0;
+}
+
+/* Members a vLLM prefill leaves out (max_completion_tokens: rewritten
+ * when the client sent it on chat, else dropped). */
+static bool is_dropped(const char *key, enum body_vllm_pd vllm, bool mct)
+{
+	return vllm == VLLM_PD_PREFILL &&
+	       (strcmp(key, "stream_options") == 0 || strcmp(key, "min_tokens") == 0 ||
+		strcmp(key, "min_completion_tokens") == 0 ||
+		(!mct && strcmp(key, "max_completion_tokens") == 0));
 }
 
 static struct sy_tokenizer *tok;
@@ -158,6 +179,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum route route = (enum route)(data[0] % 3);
 	const struct sampling_override *o = ov[(data[0] & 8) != 0];
 	bool ids = (data[0] & 16) != 0, pd = (data[0] & 32) == 0;
+	enum body_vllm_pd vllm = !pd || (data[0] & 64) == 0 ? VLLM_PD_NONE
+				 : (data[0] & 128)	    ? VLLM_PD_DECODE
+							    : VLLM_PD_PREFILL;
+	if (vllm != VLLM_PD_NONE)
+		pd = false; /* no bootstrap fields on vLLM */
 	const char *body = (const char *)data + 1;
 	size_t len = size - 1;
 
@@ -181,6 +207,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rw.input_ids = some_ids;
 		rw.n_input_ids = 3;
 	}
+	static const char kv[] = "{\"do_remote_prefill\":true,\"remote_block_ids\":[1,2]}";
+	rw.vllm_pd = vllm;
+	if (vllm == VLLM_PD_DECODE) {
+		rw.kv_params = kv;
+		rw.kv_params_len = sizeof(kv) - 1;
+	}
 	if (pd) {
 		rw.pd_host = "h\"\\ost";
 		rw.pd_host_len = strlen(rw.pd_host);
@@ -197,17 +229,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct keys in, outk;
 	if (!collect(body, len, &in) || !collect(outb, n, &outk) || outb[0] != '{')
 		abort();
+	bool mct = r.body.has_max_completion_tokens;
 	if (!in.overflow && !outk.overflow && !in.has_nul) {
 		for (size_t i = 0; i < outk.n_top; i++) {
 			const char *k = outk.top[i];
 			size_t c = count(outk.top, outk.n_top, k);
-			if (is_written(k, route, pd, ids, o) ? c != 1 : c != count(in.top, in.n_top, k))
+			if (is_dropped(k, vllm, mct) ||
+			    (is_written(k, route, pd, ids, o, vllm, mct)
+				     ? c != 1
+				     : c != count(in.top, in.n_top, k)))
 				abort();
 		}
 		for (size_t i = 0; i < in.n_top; i++)
-			if (!is_written(in.top[i], route, pd, ids, o) &&
-			    count(outk.top, outk.n_top, in.top[i]) == 0)
+			if (!is_written(in.top[i], route, pd, ids, o, vllm, mct) &&
+			    !is_dropped(in.top[i], vllm, mct) && count(outk.top, outk.n_top, in.top[i]) == 0)
 				abort();
+		if (vllm == VLLM_PD_PREFILL &&
+		    (count(outk.top, outk.n_top, "kv_transfer_params") != 1 ||
+		     count(outk.top, outk.n_top, "max_completion_tokens") != (mct ? 1u : 0u)))
+			abort();
 		for (size_t i = 0; i < o->n; i++) {
 			char *const *arr = route == ROUTE_GENERATE ? outk.sub : outk.top;
 			size_t na = route == ROUTE_GENERATE ? outk.n_sub : outk.n_top;

@@ -284,15 +284,23 @@ START_TEST(test_vllm_models_takes_the_base_model_and_counts_adapters)
 			    "{\"id\":\"chat-lora\",\"parent\":\"llama\"}]}";
 	char m[STATEBUS_MODEL_MAX];
 	uint32_t n;
-	ck_assert_int_eq(sbd_vllm_models_parse(body, strlen(body), m, sizeof(m), &n), SY_OK);
+	ck_assert_int_eq(sbd_vllm_models_parse(body, strlen(body), m, sizeof(m), &n, NULL, 0), SY_OK);
 	ck_assert_str_eq(m, "llama");
 	ck_assert_uint_eq(n, 2);
+	char ad[STATEBUS_LORA_LIST_MAX];
+	ck_assert_int_eq(sbd_vllm_models_parse(body, strlen(body), m, sizeof(m), &n, ad, sizeof(ad)),
+			 SY_OK);
+	ck_assert_int_eq(memcmp(ad, "sql-lora\0chat-lora\0\0", 20), 0);
+	/* room for one name only: the second is left out, the list still ends */
+	ck_assert_int_eq(sbd_vllm_models_parse(body, strlen(body), m, sizeof(m), &n, ad, 12), SY_OK);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(memcmp(ad, "sql-lora\0\0", 10), 0);
 	const char bare[] = "{\"data\":[{\"id\":\"only\"}]}";
-	ck_assert_int_eq(sbd_vllm_models_parse(bare, strlen(bare), m, sizeof(m), &n), SY_OK);
+	ck_assert_int_eq(sbd_vllm_models_parse(bare, strlen(bare), m, sizeof(m), &n, NULL, 0), SY_OK);
 	ck_assert_str_eq(m, "only");
-	ck_assert_int_eq(sbd_vllm_models_parse("{}", 2, m, sizeof(m), &n), SY_EMALFORMED);
-	ck_assert_int_eq(sbd_vllm_models_parse("[1", 2, m, sizeof(m), &n), SY_EMALFORMED);
-	ck_assert_int_eq(sbd_vllm_models_parse(bare, strlen(bare), m, 4, &n), SY_EMALFORMED);
+	ck_assert_int_eq(sbd_vllm_models_parse("{}", 2, m, sizeof(m), &n, NULL, 0), SY_EMALFORMED);
+	ck_assert_int_eq(sbd_vllm_models_parse("[1", 2, m, sizeof(m), &n, NULL, 0), SY_EMALFORMED);
+	ck_assert_int_eq(sbd_vllm_models_parse(bare, strlen(bare), m, 4, &n, NULL, 0), SY_EMALFORMED);
 	char v[32];
 	ck_assert_int_eq(sbd_vllm_version_parse("{\"version\":\"0.11.0\"}", 20, v, sizeof(v)), SY_OK);
 	ck_assert_str_eq(v, "0.11.0");

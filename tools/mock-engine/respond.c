@@ -94,6 +94,22 @@ static void put_output_ids(const struct mreq *r, struct sbuf *o, int upto)
 	sbuf_puts(o, "]");
 }
 
+/* vLLM prefill: the kv_transfer_params of its answer (NixlConnector's
+ * names; remote_request_id = the room of the bootstrap listener). */
+static void put_kv_transfer(const struct mreq *r, struct sbuf *o)
+{
+	const struct mock_engine *e = r->eng;
+	if (e->cfg.engine != MOCK_ENGINE_VLLM || e->cfg.pd_mode != MOCK_PD_PREFILL || !r->has_room)
+		return;
+	sbuf_puts(o, ",\"kv_transfer_params\":{\"do_remote_prefill\":true,"
+		     "\"do_remote_decode\":false,\"remote_block_ids\":[");
+	for (size_t i = 0; i < r->n_pages; i++)
+		sbuf_printf(o, "%s%zu", i ? "," : "", i);
+	sbuf_printf(o, "],\"remote_engine_id\":\"mock-%d\",\"remote_request_id\":\"%" PRIu64 "\","
+		       "\"remote_host\":\"%s\",\"remote_port\":%d,\"tp_size\":1}",
+		    e->cfg.port, r->room, e->cfg.host, e->cfg.bootstrap_port);
+}
+
 void respond_full_body(const struct mreq *r, struct sbuf *o)
 {
 	const char *model = r->eng->model_json;
@@ -107,6 +123,7 @@ void respond_full_body(const struct mreq *r, struct sbuf *o)
 		sbuf_puts(o, ",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,"
 			     "\"finish_reason\":\"length\",\"matched_stop\":null}],\"usage\":");
 		put_usage(r, o);
+		put_kv_transfer(r, o);
 		sbuf_puts(o, "}");
 		break;
 	case MREQ_COMPLETION:
@@ -117,6 +134,7 @@ void respond_full_body(const struct mreq *r, struct sbuf *o)
 		sbuf_puts(o, ",\"logprobs\":null,\"finish_reason\":\"length\",\"matched_stop\":null}],"
 			     "\"usage\":");
 		put_usage(r, o);
+		put_kv_transfer(r, o);
 		sbuf_puts(o, "}");
 		break;
 	case MREQ_GENERATE:

@@ -3,7 +3,8 @@
  * /mock/faults, /mock/restart_events. With --engine vllm: vLLM's routes
  * instead — /v1/models (base model and LoRA adapters), /version, /metrics
  * (Prometheus text, vllm: names), POST /reset_prefix_cache — and none of
- * SGLang's (/server_info, /v1/loads, /get_load, /flush_cache answer 404). */
+ * SGLang's (/server_info, /v1/loads, /get_load, /flush_cache, /get_model_info
+ * answer 404). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,7 +258,8 @@ static bool route_vllm(struct mock_engine *e, h2o_req_t *req, struct sbuf *o)
 				   "prefix cache not reset: there are running or waiting requests");
 	} else if (is(req, "/server_info") || is(req, "/get_server_info") ||
 		   is(req, "/v1/loads") || is(req, "/get_load") || is(req, "/flush_cache") ||
-		   is(req, "/health_generate")) {
+		   is(req, "/health_generate") || is(req, "/get_model_info") ||
+		   is(req, "/model_info")) {
 		http_error(req, 404, "NotFoundError", "Not Found");
 	} else {
 		return false;

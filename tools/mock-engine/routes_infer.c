@@ -125,8 +125,51 @@ static const char *read_max_tokens(struct mock_engine *e, struct mreq *r, json_t
 	return NULL;
 }
 
+/* vLLM PD (NixlConnector's kv_transfer_params; docs/mock-engine.md): a
+ * prefill engine needs do_remote_decode and a one-token, not streamed
+ * request, and its answer returns the parameters of its KV (a room of its
+ * bootstrap listener as remote_request_id); a decode engine needs them
+ * back and waits on that room before it decodes. */
+static const char *read_kv_transfer(struct mock_engine *e, struct mreq *r, json_t *root)
+{
+	json_t *kv = json_object_get(root, "kv_transfer_params");
+	if (kv != NULL && !json_is_null(kv) && !json_is_object(kv))
+		return "'kv_transfer_params' must be an object";
+	if (e->cfg.pd_mode == MOCK_PD_PREFILL) {
+		if (!json_is_true(json_object_get(kv, "do_remote_decode")))
+			return "a vLLM prefill engine needs kv_transfer_params with do_remote_decode: true";
+		if (r->stream)
+			return "a vLLM prefill request must not stream";
+		r->has_room = true;
+		r->room = r->id;
+		return NULL;
+	}
+	if (e->cfg.pd_mode != MOCK_PD_DECODE)
+		return NULL;
+	const char *host = json_string_value(json_object_get(kv, "remote_host"));
+	const char *rid = json_string_value(json_object_get(kv, "remote_request_id"));
+	json_t *port = json_object_get(kv, "remote_port");
+	char *end = NULL;
+	unsigned long long room = rid ? strtoull(rid, &end, 10) : 0;
+	if (!json_is_true(json_object_get(kv, "do_remote_prefill")) || host == NULL ||
+	    !json_is_integer(port) || json_integer_value(port) <= 0 ||
+	    json_integer_value(port) > 65535 || rid == NULL || end == rid || *end != '\0' ||
+	    !json_is_array(json_object_get(kv, "remote_block_ids")) ||
+	    !json_is_string(json_object_get(kv, "remote_engine_id")))
+		return "a vLLM decode engine needs the kv_transfer_params its prefill returned "
+		       "(do_remote_prefill, remote_engine_id, remote_block_ids, remote_host, "
+		       "remote_port, remote_request_id)";
+	r->has_room = true;
+	r->room = room;
+	snprintf(r->bs_host, sizeof(r->bs_host), "%s", host);
+	r->bs_port = (int)json_integer_value(port);
+	return NULL;
+}
+
 static const char *read_bootstrap(struct mock_engine *e, struct mreq *r, json_t *root)
 {
+	if (e->cfg.engine == MOCK_ENGINE_VLLM)
+		return read_kv_transfer(e, r, root);
 	json_t *room = json_object_get(root, "bootstrap_room");
 	json_t *host = json_object_get(root, "bootstrap_host");
 	json_t *port = json_object_get(root, "bootstrap_port");

@@ -248,6 +248,12 @@ int prefix_memo_chain(struct prefix_memo *m, const struct pick_request *req, uin
 	if (sy_blockhash_params_init(&p, block_size, bigram, req->cache_salt.ptr,
 				     req->cache_salt.ptr ? req->cache_salt.len : 0) != SY_OK)
 		return PREFIX_NO_CHAIN;
+	if (req->lora.ptr != NULL) {
+		/* a LoRA adapter's blocks live in its own namespace
+		 * (sy_blockhash_lora_seed; the statebus seeds vLLM chains the same) */
+		sy_blockhash_lora_seed(req->lora.ptr, req->lora.len, &p.seed);
+		p.has_seed = true;
+	}
 	size_t pages = sy_blockhash_count(req->n_token_ids, block_size, bigram);
 	if (pages == 0)
 		return PREFIX_NO_CHAIN;

@@ -284,7 +284,8 @@ uint32_t prefix_memo_expire(struct prefix_memo *m, uint64_t now_ns);
 uint64_t prefix_memo_deadline(const struct prefix_memo *m);
 
 /* Computes the request's chain once: block_size 0 (unknown) or no token IDs
- * → PREFIX_NO_CHAIN. Returns the chain status; SY_ENOMEM as a negative
+ * → PREFIX_NO_CHAIN. Seeded with the request's cache_salt, or with its LoRA
+ * adapter's namespace (sy_blockhash_lora_seed) when it names one. Returns the chain status; SY_ENOMEM as a negative
  * value. */
 int prefix_memo_chain(struct prefix_memo *m, const struct pick_request *req, uint32_t block_size,
 		      bool bigram);

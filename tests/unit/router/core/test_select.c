@@ -445,6 +445,99 @@ START_TEST(test_sticky_from_flags_builds_with_its_fallback)
 }
 END_TEST
 
+/* A plain worker of default-model serving the LoRA adapters in `list`
+ * (statebus_worker.lora_adapters: NUL-separated, `len` bytes), of engine
+ * kind `engine`. */
+static uint32_t lora_worker(const char *id, const char *list, size_t len, uint8_t engine, int role)
+{
+	struct statebus_worker w = sbt_worker(id, 1);
+	snprintf(w.model, sizeof(w.model), "default-model");
+	w.role = (uint8_t)role;
+	w.healthy = 1;
+	w.engine = engine;
+	memcpy(w.lora_adapters, list, len);
+	uint32_t slot, g;
+	ck_assert_int_eq(statebus_worker_add(fx.r, &w, &slot, &g), SY_OK);
+	return slot;
+}
+
+static void model_is(const char *m)
+{
+	req.model.ptr = m;
+	req.model.len = strlen(m);
+	req.lora.ptr = NULL;
+	req.lora.len = 0;
+}
+
+START_TEST(test_lora_adapter_selects_only_the_workers_that_serve_it)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	lora_worker("http://a", "x\0\0", 3, STATEBUS_ENGINE_VLLM, STATEBUS_WORKER_PLAIN);
+	lora_worker("http://b", "x\0y\0\0", 5, STATEBUS_ENGINE_VLLM, STATEBUS_WORKER_PLAIN);
+	lora_worker("http://c", "", 1, STATEBUS_ENGINE_VLLM, STATEBUS_WORKER_PLAIN);
+	bool seen_a = false, seen_b = false;
+	for (int i = 0; i < 16; i++) {
+		model_is("y");
+		ck_assert_int_eq(sel_run(), SY_OK);
+		ck_assert_str_eq(sel.worker.id, "http://b");
+		model_is("x");
+		ck_assert_int_eq(sel_run(), SY_OK);
+		ck_assert_str_ne(sel.worker.id, "http://c");
+		seen_a |= strcmp(sel.worker.id, "http://a") == 0;
+		seen_b |= strcmp(sel.worker.id, "http://b") == 0;
+	}
+	ck_assert(seen_a && seen_b); /* both adapter servers take picks */
+	/* the resolution itself: lora = the adapter, model = its base model */
+	char buf[STATEBUS_MODEL_MAX];
+	model_is("y");
+	ck_assert_int_eq(router_select_adapter(gen, fx.r, &req, buf, sizeof(buf), RF_NOW), SY_OK);
+	ck_assert_str_eq(buf, "default-model");
+	ck_assert_ptr_eq(req.model.ptr, buf);
+	ck_assert_int_eq(req.lora.len, 1);
+	ck_assert_int_eq(req.lora.ptr[0], 'y');
+	/* a served model is never taken for an adapter; an unknown name is 404 */
+	model_is("default-model");
+	ck_assert_int_eq(router_select_adapter(gen, fx.r, &req, buf, sizeof(buf), RF_NOW), SY_OK);
+	ck_assert_ptr_null(req.lora.ptr);
+	model_is("z");
+	ck_assert_int_eq(sel_run(), SY_ENOENT);
+	ck_assert_str_eq(err.code, "model_not_found");
+}
+END_TEST
+
+START_TEST(test_lora_list_without_terminator_yields_no_adapter)
+{
+	ck_assert_int_eq(build(NULL), SY_OK);
+	char list[STATEBUS_LORA_LIST_MAX];
+	memset(list, 'a', sizeof(list)); /* no NUL at all: the table ends it, the name is too long */
+	lora_worker("http://a", list, sizeof(list), STATEBUS_ENGINE_VLLM, STATEBUS_WORKER_PLAIN);
+	struct statebus_worker w;
+	ck_assert_int_eq(statebus_worker_read(fx.r, 0, &w), SY_OK);
+	ck_assert_int_eq(w.lora_adapters[sizeof(w.lora_adapters) - 1], 0);
+	ck_assert_int_eq(sel_run(), SY_OK); /* refreshes the snapshot */
+	ck_assert_uint_eq(gen->fleet.n_adapters, 0);
+	uint32_t base;
+	ck_assert_uint_eq(fleet_adapter_index(&gen->fleet, list, 20, &base), FLEET_NO_MODEL);
+}
+END_TEST
+
+START_TEST(test_pd_selection_carries_the_prefill_engine_kind)
+{
+	ck_assert_int_eq(build(pd_bucket), SY_OK);
+	lora_worker("http://p", "", 1, STATEBUS_ENGINE_VLLM, STATEBUS_WORKER_PREFILL);
+	lora_worker("http://d", "", 1, STATEBUS_ENGINE_VLLM, STATEBUS_WORKER_DECODE);
+	ck_assert_int_eq(sel_run(), SY_OK);
+	ck_assert(sel.pd);
+	ck_assert_uint_eq(sel.prefill.engine, STATEBUS_ENGINE_VLLM);
+	ck_assert(selection_pd_vllm(&sel));
+	sel.prefill.engine = STATEBUS_ENGINE_SGLANG;
+	ck_assert(!selection_pd_vllm(&sel));
+	sel.pd = false;
+	sel.prefill.engine = STATEBUS_ENGINE_VLLM;
+	ck_assert(!selection_pd_vllm(&sel)); /* plain is never PD */
+}
+END_TEST
+
 START_TEST(test_invalid_enabled_slo_target_is_400)
 {
 	ck_assert_int_eq(sy_config_apply_flag(&cfg, "router", "--ttft-slo-policy", "slo_first", &cerr),
@@ -685,6 +778,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_every_reference_policy_type_builds_in_a_plain_group);
 	tcase_add_test(tc, test_sticky_from_flags_builds_with_its_fallback);
 	tcase_add_test(tc, test_invalid_enabled_slo_target_is_400);
+	tcase_add_test(tc, test_lora_adapter_selects_only_the_workers_that_serve_it);
+	tcase_add_test(tc, test_lora_list_without_terminator_yields_no_adapter);
+	tcase_add_test(tc, test_pd_selection_carries_the_prefill_engine_kind);
 	tcase_add_test(tc, test_table_moving_under_the_snapshot_reselects_once);
 	tcase_add_test(tc, test_pick_racing_a_removal_reselects_in_the_same_bucket);
 	tcase_add_test(tc, test_round_robin_rotation_is_shared_by_router_processes);

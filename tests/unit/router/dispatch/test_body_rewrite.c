@@ -287,6 +287,73 @@ START_TEST(test_input_ids_are_appended_after_the_override)
 }
 END_TEST
 
+/* ---- vLLM PD (kv_transfer_params) ------------------------------------------ */
+
+START_TEST(test_vllm_prefill_asks_remote_decode_one_token_not_streamed)
+{
+	const char *body = "{\"model\":\"m\"," MSG ",\"stream\":true,\"stream_options\":"
+			   "{\"include_usage\":true},\"max_tokens\":64,\"max_completion_tokens\":64,"
+			   "\"min_tokens\":2,\"min\\u005ftokens\":3,\"kv_transfer_params\":"
+			   "{\"do_remote_decode\":false},\"temperature\":0.5}";
+	json_t *j = parsed(rewrite(ROUTE_CHAT_COMPLETIONS, body,
+				   (struct body_rewrite){.vllm_pd = VLLM_PD_PREFILL}));
+	json_t *kv = json_object_get(j, "kv_transfer_params");
+	ck_assert(json_is_true(json_object_get(kv, "do_remote_decode")));
+	ck_assert(json_is_false(json_object_get(kv, "do_remote_prefill")));
+	ck_assert_int_eq(json_object_size(kv), 6);
+	ck_assert(json_is_null(json_object_get(kv, "remote_block_ids")));
+	ck_assert(json_is_false(json_object_get(j, "stream")));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_tokens")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_completion_tokens")), 1);
+	ck_assert_ptr_null(json_object_get(j, "stream_options"));
+	ck_assert_ptr_null(json_object_get(j, "min_tokens")); /* plain and escaped */
+	ck_assert(json_real_value(json_object_get(j, "temperature")) == 0.5);
+	json_decref(j);
+	/* completions without max_completion_tokens: none added */
+	j = parsed(rewrite(ROUTE_COMPLETIONS, "{\"prompt\":\"p\",\"max_tokens\":9}",
+			   (struct body_rewrite){.vllm_pd = VLLM_PD_PREFILL}));
+	ck_assert_ptr_null(json_object_get(j, "max_completion_tokens"));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_tokens")), 1);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_vllm_prefill_drops_override_output_members)
+{
+	use_override("{\"max_tokens\":32,\"temperature\":0}", false);
+	json_t *j = parsed(rewrite(ROUTE_CHAT_COMPLETIONS, "{" MSG ",\"max_tokens\":8}",
+				   (struct body_rewrite){.sampling = ov, .vllm_pd = VLLM_PD_PREFILL}));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_tokens")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "temperature")), 0);
+	json_decref(j);
+	/* the decode leg keeps the override's */
+	const char *kv = "{\"do_remote_prefill\":true,\"remote_block_ids\":[1,2]}";
+	j = parsed(rewrite(ROUTE_CHAT_COMPLETIONS, "{" MSG ",\"max_tokens\":8}",
+			   (struct body_rewrite){.sampling = ov, .vllm_pd = VLLM_PD_DECODE,
+						 .kv_params = kv, .kv_params_len = strlen(kv)}));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_tokens")), 32);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_vllm_decode_gets_the_prefills_params_in_place_of_the_clients)
+{
+	const char *kv = "{\"do_remote_prefill\":true,\"remote_engine_id\":\"e\"}";
+	const char *body = "{\"kv_transfer_params\":{\"x\":1}," MSG ",\"stream\":true,"
+			   "\"max_tokens\":7,\"min_tokens\":2}";
+	const char *out = rewrite(ROUTE_CHAT_COMPLETIONS, body,
+				  (struct body_rewrite){.vllm_pd = VLLM_PD_DECODE, .kv_params = kv,
+							.kv_params_len = strlen(kv)});
+	ck_assert_str_eq(out, "{" MSG ",\"stream\":true,\"max_tokens\":7,\"min_tokens\":2,"
+			      "\"kv_transfer_params\":{\"do_remote_prefill\":true,"
+			      "\"remote_engine_id\":\"e\"}}");
+	/* a prefill that returned none: the client's are still dropped */
+	ck_assert_str_eq(rewrite(ROUTE_CHAT_COMPLETIONS, body,
+				 (struct body_rewrite){.vllm_pd = VLLM_PD_DECODE}),
+			 "{" MSG ",\"stream\":true,\"max_tokens\":7,\"min_tokens\":2}");
+}
+END_TEST
+
 /* ---- client members spelled with JSON escapes ------------------------------ */
 
 START_TEST(test_escaped_bootstrap_room_is_replaced_not_duplicated)
@@ -359,6 +426,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_escaped_bootstrap_room_is_replaced_not_duplicated);
 	tcase_add_test(tc, test_escaped_sampling_key_is_checked_against_the_override);
 	tcase_add_test(tc, test_escaped_n_counts_for_the_batch);
+	tcase_add_test(tc, test_vllm_prefill_asks_remote_decode_one_token_not_streamed);
+	tcase_add_test(tc, test_vllm_prefill_drops_override_output_members);
+	tcase_add_test(tc, test_vllm_decode_gets_the_prefills_params_in_place_of_the_clients);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -97,6 +97,112 @@ START_TEST(test_admission_snapshot_reads_scenario6_metrics)
 }
 END_TEST
 
+/* ---- vLLM's scraped /metrics view -------------------------------------------------- */
+
+static struct engine_load dl(uint64_t waiting, uint64_t running, uint64_t used, uint64_t cap,
+			     int64_t local);
+
+/* A scraped record (vLLM /metrics) for `slot`: running, waiting, KV usage
+ * in ppm, KV capacity in tokens (0: unknown), received `age_ns` ago. */
+static void scraped_report(uint32_t slot, uint32_t running, uint32_t waiting, uint32_t usage_ppm,
+			   uint32_t cap, uint64_t age_ns)
+{
+	struct statebus_load_report rep = {
+		.flags = STATEBUS_LOAD_HAS_REPORT | STATEBUS_LOAD_SCRAPED,
+		.num_running_reqs = running,
+		.num_waiting_reqs = waiting,
+		.num_tokens = (uint32_t)((uint64_t)cap * usage_ppm / 1000000u),
+		.max_total_num_tokens = cap,
+		.recv_mono_ns = RF_NOW - age_ns,
+	};
+	rep.scraped.kv_usage_ppm = usage_ppm;
+	ck_assert_int_eq(statebus_load_write(fx.r, slot, rfx_gen(&fx, slot), 0, &rep), SY_OK);
+}
+
+START_TEST(test_scraped_load_is_compared_on_waiting_running_and_kv_usage)
+{
+	uint32_t a = rfx_worker(&fx, "http://a", "m", STATEBUS_WORKER_PLAIN, true);
+	uint32_t b = rfx_worker(&fx, "http://b", "m", STATEBUS_WORKER_PLAIN, true);
+	scraped_report(a, 1, 3, 100000, 0, 0);
+	scraped_report(b, 1, 0, 900000, 0, 0);
+	rfx_inflight(&fx, b, 5); /* router-local counts do not decide between fresh views */
+	struct engine_candidate c[2] = {rfx_cand(&fx, a, "http://a"), rfx_cand(&fx, b, "http://b")};
+	struct pick_ctx x = ctx_of(c, 2, STAGE_PLAIN, NULL);
+	const struct engine_load *la = pick_ctx_load(&x, 0), *lb = pick_ctx_load(&x, 1);
+	ck_assert(la->fresh && la->scraped && !la->native && !la->has_kv);
+	ck_assert_uint_eq(la->waiting, 3);
+	ck_assert_uint_eq(la->kv_usage_ppm, 100000);
+	ck_assert_int_gt(engine_stage_compare(STAGE_PLAIN, la, lb), 0); /* waiting 3 > 0 */
+	ck_assert_int_gt(engine_stage_compare(STAGE_PREFILL, la, lb), 0);
+	/* decode: waiting and running tie → the KV usage decides (10 % < 90 %) */
+	struct engine_load da = *la, db = *lb;
+	da.waiting = db.waiting = 0;
+	ck_assert_int_lt(engine_stage_compare(STAGE_DECODE, &da, &db), 0);
+	/* with capacities the used / capacity fraction decides */
+	da.has_kv = db.has_kv = true;
+	da.kv_used = 50, da.kv_capacity = 100, db.kv_used = 10, db.kv_capacity = 100;
+	ck_assert_int_gt(engine_stage_compare(STAGE_DECODE, &da, &db), 0);
+	/* a full tie falls to local active */
+	da = db = *lb;
+	da.local_active = 1;
+	ck_assert_int_lt(engine_stage_compare(STAGE_DECODE, &da, &db), 0);
+	/* a scraped side against a native one: the steps both know */
+	struct engine_load n = dl(0, 0, 90, 100, 0);
+	ck_assert_int_lt(engine_stage_compare(STAGE_PLAIN, &n, la), 0);
+}
+END_TEST
+
+START_TEST(test_stale_or_missing_scraped_load_is_unknown_not_zero)
+{
+	uint32_t a = rfx_worker(&fx, "http://a", "m", STATEBUS_WORKER_PLAIN, true);
+	uint32_t b = rfx_worker(&fx, "http://b", "m", STATEBUS_WORKER_PLAIN, true);
+	uint32_t c0 = rfx_worker(&fx, "http://c", "m", STATEBUS_WORKER_PLAIN, true);
+	scraped_report(a, 9, 9, 990000, 1000, 6000000000ull); /* older than the 5 s window */
+	scraped_report(b, 0, 0, 0, 1000, 0);
+	rfx_inflight(&fx, b, 2);
+	struct engine_candidate c[3] = {rfx_cand(&fx, a, "http://a"), rfx_cand(&fx, b, "http://b"),
+					rfx_cand(&fx, c0, "http://c")};
+	struct pick_ctx x = ctx_of(c, 3, STAGE_PLAIN, NULL);
+	const struct engine_load *la = pick_ctx_load(&x, 0), *lb = pick_ctx_load(&x, 1),
+				 *lc = pick_ctx_load(&x, 2);
+	ck_assert(!la->fresh && !la->scraped && !la->has_kv);
+	ck_assert(!lc->fresh && !lc->scraped);
+	ck_assert(lb->fresh && lb->scraped);
+	/* unknown on one side: local active only (stale a, 0 local, beats b's 2) */
+	ck_assert_int_lt(engine_stage_compare(STAGE_PLAIN, la, lb), 0);
+	ck_assert_int_lt(engine_stage_compare(STAGE_DECODE, lc, lb), 0);
+	/* admission fails open on the unknown figures */
+	struct admission_limits zero = caps(0, 0, 0, -1, -1);
+	ck_assert_int_eq(engine_admission_check(&zero, la), ADMIT_OK);
+	ck_assert_int_eq(engine_admission_check(&zero, lc), ADMIT_OK);
+}
+END_TEST
+
+START_TEST(test_admission_reads_scraped_running_waiting_and_kv)
+{
+	uint32_t a = rfx_worker(&fx, "http://a", "m", STATEBUS_WORKER_PLAIN, true);
+	uint32_t b = rfx_worker(&fx, "http://b", "m", STATEBUS_WORKER_PLAIN, true);
+	scraped_report(a, 4, 2, 500000, 1000, 0); /* 500 KV tokens in use */
+	scraped_report(b, 4, 2, 500000, 0, 0);    /* capacity not exposed */
+	struct engine_candidate c[2] = {rfx_cand(&fx, a, "http://a"), rfx_cand(&fx, b, "http://b")};
+	struct pick_ctx x = ctx_of(c, 2, STAGE_PLAIN, NULL);
+	const struct engine_load *la = pick_ctx_load(&x, 0), *lb = pick_ctx_load(&x, 1);
+	ck_assert(la->has_kv && !lb->has_kv);
+	ck_assert_uint_eq(la->kv_used, 500);
+	ck_assert_uint_eq(la->kv_capacity, 1000);
+	ck_assert_int_eq(engine_admission_check(&(struct admission_limits){4, -1, -1, -1, -1}, la),
+			 ADMIT_MAX_RUNNING_REQUESTS);
+	ck_assert_int_eq(engine_admission_check(&(struct admission_limits){5, 2, -1, -1, -1}, la),
+			 ADMIT_MAX_WAITING_REQUESTS);
+	struct admission_limits kv = caps(-1, -1, 500, 0, -1);
+	ck_assert_int_eq(engine_admission_check(&kv, la), ADMIT_MAX_KV_TOKENS);
+	/* no capacity: KV unknown, and pending tokens are never scraped */
+	ck_assert_int_eq(engine_admission_check(&kv, lb), ADMIT_OK);
+	kv.max_kv_tokens = 501;
+	ck_assert_int_eq(engine_admission_check(&kv, la), ADMIT_OK);
+}
+END_TEST
+
 /* ---- scenario 7: power-of-N + admission ----------------------------------------- */
 
 static enum pick_outcome pon_single(uint32_t running, uint32_t kv, struct pick *out,
@@ -459,6 +565,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_admission_cap_equal_to_metric_rejects_naming_that_cap);
 	tcase_add_test(tc, test_admission_without_load_report_only_inflight_can_reject);
 	tcase_add_test(tc, test_admission_snapshot_reads_scenario6_metrics);
+	tcase_add_test(tc, test_scraped_load_is_compared_on_waiting_running_and_kv_usage);
+	tcase_add_test(tc, test_stale_or_missing_scraped_load_is_unknown_not_zero);
+	tcase_add_test(tc, test_admission_reads_scraped_running_waiting_and_kv);
 	tcase_add_test(tc, test_power_of_n_admission_on_single_candidate_scenario7);
 	tcase_add_test(tc, test_power_of_n_admission_runs_once_on_the_winner_without_resampling);
 	tcase_add_test(tc, test_stage_pressure_plain_prefill_pick_a_decode_picks_b);
