@@ -345,10 +345,11 @@ int statebus_index_match(struct statebus_region *r, const int64_t *hashes, size_
 	for (size_t x = 0; x < cnt; x++) {
 		struct statebus_index_match *e = &out[x];
 		e->predicted_depth = e->depth - e->predicted_depth;
+		if (e->predicted_depth == 0)
+			continue; /* all confirmed: no line of the prediction tables read */
 		e->cache_signal = CMM_LOAD_SHARED(sb_pworker_at(r, e->worker)->cache_signal);
-		e->predicted_ns = e->predicted_depth > 0 && pnode[x] != 0
-					  ? sb_pred_last_ns_read(r, pnode[x], e->worker, e->rank)
-					  : 0;
+		e->predicted_ns =
+			pnode[x] != 0 ? sb_pred_last_ns_read(r, pnode[x], e->worker, e->rank) : 0;
 	}
 	statebus_read_leave(r);
 	return (int)cnt;

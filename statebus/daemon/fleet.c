@@ -551,9 +551,13 @@ void sbd_fleet_vllm_discovered(struct sbd *d, const struct sbd_http_result *res)
 		}
 		sy_info("worker %s: vLLM %s", w->rec.id, buf);
 		finalise(d, w, NULL);
-		if (!w->rec.has_cache_signal)
-			sy_warn("worker %s: vLLM without workers[].kv_events.endpoint_port_base: no "
-				"cache signal, routed on load only", w->rec.id);
+		if (!w->rec.has_cache_signal && w->rec.kv_block_size > 0)
+			sy_warn("worker %s: vLLM without KV events (no "
+				"workers[].kv_events.endpoint_port_base, or events off); cache state "
+				"predicted from routing (block %u)", w->rec.id, w->rec.kv_block_size);
+		else if (!w->rec.has_cache_signal)
+			sy_warn("worker %s: vLLM without workers[].kv_events.endpoint_port_base or "
+				"block_size: no cache signal, routed on load only", w->rec.id);
 	}
 	if (refuse_conflict(d, w))
 		return;

@@ -449,9 +449,9 @@ struct statebus_index_match {
 	                        engine-confirmed prefix (depth − confirmed depth:
 	                        0 = all confirmed, depth = only predicted); path:
 	                        depth when the last node's ownership is predicted */
-	uint32_t cache_signal; /* match: the worker's enum statebus_cache_signal at
-	                        match time (PREDICTED: approximate mode, predictions
-	                        are its only signal); path: 0 */
+	uint32_t cache_signal; /* match, when predicted_depth > 0: the worker's enum
+	                        statebus_cache_signal (PREDICTED: approximate mode,
+	                        predictions are its only signal); else 0 */
 	uint64_t predicted_ns; /* match: CLOCK_MONOTONIC of the last prediction of
 	                        the deepest predicted-only block when
 	                        predicted_depth > 0 (read without the writer's

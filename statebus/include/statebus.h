@@ -477,7 +477,7 @@ int statebus_index_check(struct statebus_region *r, char *err, size_t cap);
  * many of those blocks lie past its longest engine-confirmed prefix, with
  * the last prediction time of the deepest predicted-only one (predicted_ns,
  * a best-effort read of the writer's entry pool) and the worker's cache
- * signal; in order of first appearance. Writes at most
+ * signal (both only when predicted_depth > 0); in order of first appearance. Writes at most
  * `cap` entries (owners beyond cap at the first block are not followed).
  * Brackets itself (nests inside an open bracket); needs a claimed proc slot.
  * Returns the number of entries written (≥ 0), or SY_EINVAL (NULL with
