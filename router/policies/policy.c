@@ -166,23 +166,31 @@ void policy_set_rotation(struct policy *p, const char *bucket_id, enum engine_st
 	}
 }
 
+/* rotation_idx of a region whose cursor table had no room: rotate locally
+ * (for the generation's life: a reload looks again). */
+#define ROTATION_LOCAL UINT32_MAX
+
 uint64_t policy_rotate(struct policy *p, const struct pick_ctx *ctx)
 {
 	const struct statebus_region *r = ctx->region;
-	if (r != NULL && p->rotation_key != 0) {
-		uint64_t v;
-		if (p->rotation_region == r &&
-		    statebus_cursor_next(r, p->rotation_idx, p->rotation_key, &v) == SY_OK)
+	if (r == NULL || p->rotation_key == 0)
+		return p->cursor++;
+	uint64_t v;
+	if (p->rotation_region == r) {
+		if (p->rotation_idx == ROTATION_LOCAL)
+			return p->cursor++;
+		if (statebus_cursor_next(r, p->rotation_idx, p->rotation_key, &v) == SY_OK)
 			return v;
-		uint32_t idx;
-		if (statebus_cursor_find(r, p->rotation_key, &idx) == SY_OK &&
-		    statebus_cursor_next(r, idx, p->rotation_key, &v) == SY_OK) {
-			p->rotation_region = r;
-			p->rotation_idx = idx;
-			return v;
-		}
-		p->rotation_region = NULL;
+		/* the entry holds another key: another region at this address */
 	}
+	uint32_t idx;
+	p->rotation_region = r;
+	if (statebus_cursor_find(r, p->rotation_key, &idx) == SY_OK &&
+	    statebus_cursor_next(r, idx, p->rotation_key, &v) == SY_OK) {
+		p->rotation_idx = idx;
+		return v;
+	}
+	p->rotation_idx = ROTATION_LOCAL;
 	return p->cursor++;
 }
 

@@ -140,7 +140,8 @@ struct policy {
 	uint64_t rotation_key; /* the group's shared cursor in the state plane
 				  (policy_set_rotation); 0 = none */
 	const struct statebus_region *rotation_region; /* region of rotation_idx */
-	uint32_t rotation_idx;
+	uint32_t rotation_idx; /* its cursor entry; UINT32_MAX: the table had no
+				  room, rotate on `cursor` */
 	uint32_t idle_ttl_ms; /* session_aware, sticky: binding idle TTL
 				 (default STATEBUS_AFFINITY_DEFAULT_TTL_MS) */
 	struct policy *fallback; /* session_aware: power_of_n (N = n_choices);
@@ -181,7 +182,7 @@ void policy_set_rotation(struct policy *p, const char *bucket_id, enum engine_st
 /* The next value of p's rotation: the shared cursor of its group in
  * ctx->region (found on first use, atomic add), or the process-local
  * p->cursor when there is no region, no key or no room in the cursor
- * table. Never blocks. */
+ * table (looked for once per region and policy instance). Never blocks. */
 uint64_t policy_rotate(struct policy *p, const struct pick_ctx *ctx);
 
 /* Releases what policy_init acquired. */

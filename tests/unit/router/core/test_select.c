@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "router/core/generation.h"
 #include "router/core/select.h"
+#include "statebus-counters.h"
 #include "tests/unit/router/router_fixture.h"
 #include "tests/unit/sy_check.h"
 
@@ -651,6 +652,26 @@ START_TEST(test_round_robin_rotation_is_shared_by_router_processes)
 }
 END_TEST
 
+/* A full cursor table: the group rotates on its own cursor, and looks for
+ * room once (one counted refusal), not at every pick. */
+START_TEST(test_full_cursor_table_falls_back_to_the_process_cursor)
+{
+	uint32_t idx;
+	for (uint64_t k = 1; k <= STATEBUS_CURSORS; k++)
+		ck_assert_int_eq(statebus_cursor_find(fx.r, k, &idx), SY_OK);
+	ck_assert_int_eq(build("policy: {type: round_robin}\n"), SY_OK);
+	plain("http://a");
+	plain("http://b");
+	const char *want[4] = {"http://a", "http://b", "http://a", "http://b"};
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(sel_run(), SY_OK);
+		ck_assert_str_eq(sel.worker.id, want[i]);
+	}
+	ck_assert_uint_eq(gen->buckets[0].plain.policy.cursor, 4);
+	ck_assert_uint_eq(statebus_counter_get(fx.r, STATEBUS_CTR_CURSORS_FULL), 1);
+}
+END_TEST
+
 /* Groups of different buckets and stages rotate independently. */
 START_TEST(test_rotation_cursor_per_group)
 {
@@ -785,6 +806,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_pick_racing_a_removal_reselects_in_the_same_bucket);
 	tcase_add_test(tc, test_round_robin_rotation_is_shared_by_router_processes);
 	tcase_add_test(tc, test_rotation_cursor_per_group);
+	tcase_add_test(tc, test_full_cursor_table_falls_back_to_the_process_cursor);
 	tcase_add_test(tc, test_generation_reference_counting);
 	tcase_add_test(tc, test_no_region_is_503);
 	tcase_add_test(tc, test_excluded_workers_are_never_selected_and_exhaust_to_503);
