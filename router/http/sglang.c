@@ -1,10 +1,12 @@
 /* sglang.c — the SGLang router's info, health and load routes, with its
  * JSON shapes (sgl-model-gateway server.rs):
  *   GET /liveness         200 "OK"
- *   GET /readiness        200 {"status":"ready","healthy_workers","total_workers"};
+ *   GET /readiness        200 {"status":"ready","healthy_workers","total_workers"}
+ *                         (workers the active probe passed / ACTIVE workers);
  *                         503 {"status":"not ready","reason"} while draining or
- *                         without a healthy worker (PD: a healthy prefill and
- *                         a healthy decode worker)
+ *                         while /readyz would say 503 (router/core/readiness.h:
+ *                         no complete selection with selection's candidate
+ *                         filter; the reason is its message)
  *   GET /get_loads        {"loads":[{"worker","worker_type","load"}],
  *   (/v1/loads)            "total_workers","successful","failed"}: load = the
  *                         engine's running + waiting requests when its report
@@ -23,6 +25,7 @@
 #include "common/errors.h"
 #include "router/core/buf.h"
 #include "router/core/generation.h"
+#include "router/core/readiness.h"
 #include "router/http/response.h"
 #include "router/http/routes.h"
 #include "router/upstream/client.h"
@@ -39,31 +42,35 @@ int rt_route_readiness(h2o_req_t *req)
 {
 	struct statebus_region *r = rt_w.region;
 	uint32_t cap = r ? statebus_workers_capacity(r) : 0;
-	unsigned total = 0, healthy = 0, hp = 0, hd = 0;
+	unsigned total = 0, healthy = 0;
 	for (uint32_t s = 0; s < cap; s++) {
 		struct statebus_worker w;
 		if (statebus_worker_read(r, s, &w) != SY_OK || w.state != STATEBUS_WORKER_ACTIVE)
 			continue;
 		total++;
-		if (!w.healthy)
-			continue;
-		healthy++;
-		hp += w.role == STATEBUS_WORKER_PREFILL;
-		hd += w.role == STATEBUS_WORKER_DECODE;
+		healthy += w.healthy != 0;
 	}
-	bool pd = rt_w.gen->cfg.router.pd_disaggregation;
-	bool ready = !rt_w.draining && (pd ? hp > 0 && hd > 0 : healthy > 0);
-	char body[160];
-	int n;
-	if (ready)
-		n = snprintf(body, sizeof(body),
-			     "{\"status\":\"ready\",\"healthy_workers\":%u,\"total_workers\":%u}\n",
-			     healthy, total);
-	else
-		n = snprintf(body, sizeof(body), "{\"status\":\"not ready\",\"reason\":\"%s\"}\n",
-			     rt_w.draining ? "draining" : "insufficient healthy workers");
-	return rt_send_body(req, ROUTE_READINESS, ready ? 200 : 503, "application/json", body,
-			    (size_t)n);
+	struct router_readiness rd = {.ready = false};
+	if (!rt_w.draining)
+		router_readiness_check(rt_w.gen, r, sy_mono_ns(), &rd);
+	struct rt_buf b = {0};
+	if (rd.ready) {
+		rt_buf_printf(&b, "{\"status\":\"ready\",\"healthy_workers\":%u,\"total_workers\":%u}\n",
+			      healthy, total);
+	} else {
+		const char *why = rt_w.draining ? "draining" : rd.message;
+		rt_buf_puts(&b, "{\"status\":\"not ready\",\"reason\":\"");
+		rt_buf_json_str(&b, why, strlen(why));
+		rt_buf_puts(&b, "\"}\n");
+	}
+	if (b.oom) {
+		rt_buf_free(&b);
+		return rt_send_errorf(req, ROUTE_READINESS, 500, "internal_error", "out of memory");
+	}
+	int rc = rt_send_body(req, ROUTE_READINESS, rd.ready ? 200 : 503, "application/json", b.p,
+			      b.n);
+	rt_buf_free(&b);
+	return rc;
 }
 
 int rt_route_loads(h2o_req_t *req)

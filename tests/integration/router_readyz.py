@@ -23,6 +23,7 @@ many workers are left out, and 200 again afterwards, when
   down      both engines killed, one request each is refused: "2 passively
             down"; 200 again after a health probe of the restarted engines
             passes (its log line).
+SGLang's GET /readiness answers 503 with the same reason each time.
 Bounded: about 25 s.
 """
 import http.client
@@ -154,7 +155,7 @@ def health_table():
                            "--processes", "1", "--model-id", "m1", "--policy", "round_robin",
                            "--health-interval-ms", "200", "--health-timeout-ms", "300",
                            "--health-failure-threshold", "1000", "--stall-timeout-secs", "1",
-                           "--cb-threshold", "2", "--cb-cool-down-secs", "1", "--worker-urls"]
+                           "--cb-threshold", "2", "--cb-cool-down-secs", "2", "--worker-urls"]
                           + [m["url"] for m in fleet],
                           stdout=open(rlog, "a"), stderr=subprocess.STDOUT)
     procs.append(rp)
@@ -179,6 +180,12 @@ def health_table():
         err = wait_for("/readyz 503 with %s" % what, pred, timeout=5, interval=0.02)
         check(err["code"] == "no_healthy_workers", "%s: code %r" % (what, err))
         check("http" not in err["message"], "%s: message names a URL: %r" % (what, err))
+        # SGLang's /readiness gives the same verdict (the probe still
+        # counts both workers healthy)
+        st, _, body = request(port, "GET", "/readiness", timeout=3)
+        d = json.loads(body)
+        check(st == 503 and d["status"] == "not ready" and left_out in d["reason"],
+              "%s: /readiness %d %r" % (what, st, d))
         log("%s: /readyz 503 %s" % (what, json.dumps(err)))
 
     def chat(timeout=10, stream=False):
