@@ -244,6 +244,19 @@ const char *sy_worker_role_name(int role);
 const char *sy_engine_kind_name(int kind);
 const char *sy_tokenizer_kind_name(int kind);
 
+/* Longest tenant name (bytes) in router.tenant_priorities / tenant_weights. */
+#define SY_TENANT_MAX 64
+
+/* The queue class named by s[0..len) (case-insensitive, blanks around
+ * ignored): enum sy_queue_class, or -1. */
+int sy_queue_class_parse(const char *s, size_t len);
+
+/* Splits a "tenant=value" entry s[0..len): *name_len bytes of name at s,
+ * the value at *value (*value_len bytes). Returns 0, or SY_EINVAL (no '=',
+ * an empty part, a name over SY_TENANT_MAX, a blank or control byte). */
+int sy_tenant_entry_split(const char *s, size_t len, size_t *name_len, const char **value,
+			  size_t *value_len);
+
 /* The policy type names selection runs (reference/policy-defaults.md §1),
  * SY_POLICY_COUNT of them, in the order of the router's enum policy_kind
  * (router/policies/policy.h). "power_of_two" is accepted besides them as

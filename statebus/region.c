@@ -97,6 +97,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_PWORKERS] = sizeof(struct sb_pred_worker);
 	count[SB_T_HEALTH] = p->max_workers;
 	stride[SB_T_HEALTH] = sizeof(struct sb_health_rec);
+	count[SB_T_QUEUE] = p->max_procs + 1; /* + the writer's row */
+	stride[SB_T_QUEUE] = sizeof(struct sb_queue_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)

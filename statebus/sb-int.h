@@ -34,6 +34,9 @@
  *   health    max_workers × struct sb_health_rec (128 B): passive health,
  *             stall and breaker words of each worker slot, written with
  *             single-word atomics by any process (health.c)
+ *   queue     (max_procs + 1) × struct sb_queue_rec (64 B): the router
+ *             queue's wake counter, concurrency tokens and depths per proc
+ *             slot, the last row the statebus writer's (queue.c)
  *
  * Writer-only fields (index bookkeeping, seqlock words of workers and load)
  * are changed only by the holder of the writer lock.
@@ -83,6 +86,7 @@ enum sb_table_id {
 	SB_T_PBUCKETS,
 	SB_T_PWORKERS,
 	SB_T_HEALTH,
+	SB_T_QUEUE,
 	SB_T_COUNT_,
 };
 
@@ -266,6 +270,15 @@ struct sb_health_rec {
 	uint64_t recoveries;
 } SB_ALIGNED;
 _Static_assert(sizeof(struct sb_health_rec) == 2 * SB_LINE, "health record is two cache lines");
+
+/* One proc slot's router-queue words (queue.c, statebus-queue.h). */
+struct sb_queue_rec {
+	uint64_t wakes;       /* capacity can have freed (bumped by the owner) */
+	int64_t running;      /* concurrency tokens held by the owner */
+	uint32_t queued[4];   /* depth per class (STATEBUS_QCLASS_COUNT_) */
+	uint64_t outcomes[4]; /* per enum statebus_queue_outcome */
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_queue_rec) == SB_LINE, "queue record is one cache line");
 
 /* Radix index (index.c). One owner entry is one 64-bit word, so readers
  * load it in one access: generation (bits 0–31), worker slot (32–47), DP

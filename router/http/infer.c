@@ -64,6 +64,8 @@ static void wait_end(struct infer_request *ir)
 static void infer_request_dispose(void *p)
 {
 	struct infer_request *ir = p;
+	rt_queue_leave(ir);
+	rt_queue_token_put(ir);
 	wait_end(ir);
 	if (ir->pr.memo != NULL) {
 		prefix_memo_reset(&ir->memo);
@@ -204,26 +206,51 @@ void rt_infer_predict(const struct infer_request *ir, const struct selection *se
 	(void)statebus_predict_push(rt_w.region, rt_w.proc_slot, &p, m->ids, m->n_ids);
 }
 
+int rt_infer_dispatch(struct router_gen *g, struct infer_request *ir, const struct selection *sel,
+		      uint64_t t_selected_ns)
+{
+	h2o_req_t *req = ir->req;
+	rt_infer_predict(ir, sel, t_selected_ns);
+	h2o_iovec_t body;
+	uint64_t room;
+	if (rt_infer_body(req, g, ir, sel, &body, &room) != 0)
+		return rt_send_errorf(req, ir->route, 500, "internal_error",
+				      "cannot add the PD bootstrap fields to the request");
+	return rt_forward_start(req, g, ir, sel, body, room, t_selected_ns);
+}
+
+/* After step one returned `rc` (err filled when not 0): the concurrency
+ * cap, the queue when others wait, the picks at `now_ns`, dispatch — or
+ * the queue when the picks ended in admission rejections. */
 static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, uint64_t now_ns,
 			struct router_error *err)
 {
 	h2o_req_t *req = ir->req;
 	uint64_t t2 = ir->t_select_ns;
 	struct selection sel;
+	if (rc == 0 && (rt_queue_busy() || !rt_queue_token_take(g, ir))) {
+		/* behind the requests already waiting, or at the concurrency cap */
+		if (rt_queue_wait(g, ir, NULL))
+			return 0;
+		if (!ir->qw.token && g->cfg.router.max_concurrent_requests >= 0) {
+			h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL,
+				       H2O_STRLIT("1"));
+			return rt_send_errorf(req, ir->route, 503, "service_overloaded",
+					      "the router's concurrency limit (%d requests) is "
+					      "reached and router.queue_size is 0",
+					      g->cfg.router.max_concurrent_requests);
+		}
+	}
 	if (rc != 0 || rt_infer_select(g, ir, NULL, now_ns, &sel, err) != 0) {
 		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
 		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err->code);
+		if (rc == 0 && rt_queue_wait(g, ir, err))
+			return 0;
 		return rt_send_error(req, ir->route, err);
 	}
 	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
-	rt_infer_predict(ir, &sel, t3);
-	h2o_iovec_t body;
-	uint64_t room;
-	if (rt_infer_body(req, g, ir, &sel, &body, &room) != 0)
-		return rt_send_errorf(req, ir->route, 500, "internal_error",
-				      "cannot add the PD bootstrap fields to the request");
-	return rt_forward_start(req, g, ir, &sel, body, room, t3);
+	return rt_infer_dispatch(g, ir, &sel, t3);
 }
 
 /* The last indexer reply came, or the deadline passed. */

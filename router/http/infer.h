@@ -19,7 +19,9 @@
  * request that ends while waiting (client gone) leaves no waiter behind:
  * the dispose callback stops its timer and cancels its memo. While it
  * waits it holds a reference to its generation and counts in
- * rt_w.active_requests. The opt-in retry (forward.c) selects again from the
+ * rt_w.active_requests; so does a request waiting in the router queue
+ * (queue_run.h), which may hold a concurrency token from selection to its
+ * end (returned by the dispose callback). The opt-in retry (forward.c) selects again from the
  * same prepared request and resolution.
  */
 #ifndef SY_ROUTER_HTTP_INFER_H
@@ -35,6 +37,7 @@
 #include "router/core/route.h"
 #include "router/core/select.h"
 #include "router/http/prefix_wait.h"
+#include "router/http/queue_run.h"
 
 /* One prepared inference request (request pool). */
 struct infer_request {
@@ -56,6 +59,7 @@ struct infer_request {
 	uint64_t t_select_ns;          /* selection began */
 	char model_buf[STATEBUS_MODEL_MAX]; /* pr.model when the body names none and
 					       the fleet serves one model */
+	struct rt_queue_wait qw;       /* the router queue (queue_run.h) */
 };
 
 /* Prepares `req`'s body for `route` under generation `g`: returns the
@@ -86,6 +90,12 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
  * request; never blocks (a full ring drops it, counted by the statebus).
  * DP rank 0: the engine balances its own ranks. */
 void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns);
+
+/* Dispatches `ir` under `g` with selection `sel` made at `t_selected_ns`:
+ * predicted ownership, the body rewrite, rt_forward_start. Answers 500 when
+ * the body cannot be built. Returns 0. */
+int rt_infer_dispatch(struct router_gen *g, struct infer_request *ir, const struct selection *sel,
+		      uint64_t t_selected_ns);
 
 /* Builds the body forwarded for selection `sel` (body_rewrite.h: sampling
  * override, input ids, and for PD the prefill worker's bootstrap fields

@@ -20,7 +20,7 @@
 /* Layout version of this build. Any change to a shared struct or to the
  * order of tables bumps it; a region of another version is refused with
  * SY_EVERSION ("run `syctl destroy`"), never guessed at. */
-#define STATEBUS_LAYOUT_VERSION 7u /* 2: radix index tables; 3: + streams table;
+#define STATEBUS_LAYOUT_VERSION 8u /* 2: radix index tables; 3: + streams table;
                                      4: + affinity store (entries, stripe locks);
                                      5: + worker engine kind, scraped load,
                                         prediction rings and predicted entries,
@@ -28,7 +28,9 @@
                                      6: − arena tables and root words,
                                         + proc slots high-water mark;
                                      7: + health table (passive health, stalls,
-                                        circuit breakers) */
+                                        circuit breakers);
+                                     8: + queue table (router queue wake
+                                        counters, concurrency tokens) */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
