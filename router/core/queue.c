@@ -11,6 +11,11 @@
  * tenant) in a chained hash; they are counted against ROUTER_QUEUE_FLOWS,
  * so a flood of tenant names costs at most that many allocations.
  *
+ * unpop() makes the entry's flow the next one served with at least one
+ * turn: entries put back in reverse pop order come out again in pop order
+ * (the deficits are not restored exactly; a failed try neither costs nor
+ * earns a tenant more than that one turn).
+ *
  * Invariants: n_queued of the queue, a class and a flow equal the entries
  * linked in them; a flow is in its class ring iff n_queued > 0; a flow is
  * in the hash iff n_refs > 0 (the overflow flows are never in the hash).
@@ -215,7 +220,8 @@ void router_queue_unpop(struct router_queue *q, struct router_queue_entry *e)
 		ring_insert_front(k, f);
 	else
 		k->ring = f;
-	f->deficit++;
+	if (f->deficit < 1)
+		f->deficit = 1; /* the turn this entry took, back */
 }
 
 void router_queue_finish(struct router_queue *q, struct router_queue_entry *e)

@@ -12,8 +12,9 @@
  *
  * A pass over the queue pops entries in order, tries each, and hands back
  * the ones that could not go (router_queue_unpop, in reverse pop order):
- * they return to the front of their flow with the turn refunded, so a
- * failed try costs a tenant nothing.
+ * they return to the front of their flow, which becomes the next served
+ * with at least one turn, so a failed try costs a tenant nothing and the
+ * next pass sees the same order.
  *
  * Ownership: entries are the caller's (embedded in a request); the queue
  * links them. Flows are allocated by the queue (malloc, bounded) and freed
@@ -90,8 +91,8 @@ void router_queue_push(struct router_queue *q, struct router_queue_entry *e, uns
  * flow until router_queue_finish or router_queue_unpop. */
 struct router_queue_entry *router_queue_pop(struct router_queue *q);
 
-/* Puts back an entry popped in this pass, at the front of its flow, with
- * its turn refunded; the flow becomes the next one served in its class.
+/* Puts back an entry popped in this pass, at the front of its flow; the
+ * flow becomes the next one served in its class, with at least one turn.
  * Entries popped in one pass go back in reverse pop order. */
 void router_queue_unpop(struct router_queue *q, struct router_queue_entry *e);
 
