@@ -86,6 +86,13 @@ static void guard_release(struct fwd *f)
 static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 {
 	guard_release(f);
+	if (f->ir->reserved && f->ir->reserved_slot == slot) {
+		/* the reservation taken with the selection (infer.c) */
+		f->ir->reserved = false;
+		f->guard_slot = slot;
+		f->guard_held = true;
+		return;
+	}
 	if (rt_w.region &&
 	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, slot, now_ns) == SY_OK) {
 		f->guard_slot = slot;

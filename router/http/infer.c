@@ -66,6 +66,7 @@ static void infer_request_dispose(void *p)
 	struct infer_request *ir = p;
 	rt_queue_leave(ir);
 	rt_queue_token_put(ir);
+	rt_infer_unreserve(ir);
 	wait_end(ir);
 	if (ir->pr.memo != NULL) {
 		prefix_memo_reset(&ir->memo);
@@ -206,6 +207,43 @@ void rt_infer_predict(const struct infer_request *ir, const struct selection *se
 	(void)statebus_predict_push(rt_w.region, rt_w.proc_slot, &p, m->ids, m->n_ids);
 }
 
+bool rt_infer_reserve(struct infer_request *ir, struct selection *sel, uint64_t now_ns,
+		      struct router_error *err)
+{
+	const struct selected_worker *w = &sel->worker;
+	if (rt_w.region == NULL || ir->reserved ||
+	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, w->slot, now_ns) != SY_OK)
+		return true;
+	ir->reserved = true;
+	ir->reserved_slot = w->slot;
+	int64_t n = 0;
+	if (w->inflight_cap < 0 || statebus_inflight_sum(rt_w.region, w->slot, &n, NULL) != SY_OK ||
+	    n <= w->inflight_cap)
+		return true;
+	rt_infer_unreserve(ir);
+	if (sel->worker.cb_probe)
+		statebus_breaker_release_probe(rt_w.region, sel->worker.slot, sel->worker.generation,
+					       sel->worker.cb_probe_ns);
+	if (sel->prefill.cb_probe)
+		statebus_breaker_release_probe(rt_w.region, sel->prefill.slot,
+					       sel->prefill.generation, sel->prefill.cb_probe_ns);
+	router_error_clear(err);
+	router_error_add_rejection(err, w->id, "max_inflight_requests");
+	router_error_set(err, 503, "policy_selection_failed", -1,
+			 "every bucket was tried; 1 worker(s) rejected the request at their "
+			 "admission limits");
+	return false;
+}
+
+void rt_infer_unreserve(struct infer_request *ir)
+{
+	if (!ir->reserved)
+		return;
+	ir->reserved = false;
+	if (rt_w.region != NULL)
+		statebus_inflight_release(rt_w.region, rt_w.proc_slot, ir->reserved_slot);
+}
+
 int rt_infer_dispatch(struct router_gen *g, struct infer_request *ir, const struct selection *sel,
 		      uint64_t t_selected_ns)
 {
@@ -250,6 +288,13 @@ static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, 
 	}
 	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
 	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
+	if (!rt_infer_reserve(ir, &sel, t3, err)) {
+		/* another process took the last place first */
+		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err->code);
+		if (rt_queue_wait(g, ir, err))
+			return 0;
+		return rt_send_error(req, ir->route, err);
+	}
 	return rt_infer_dispatch(g, ir, &sel, t3);
 }
 

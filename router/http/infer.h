@@ -60,6 +60,10 @@ struct infer_request {
 	char model_buf[STATEBUS_MODEL_MAX]; /* pr.model when the body names none and
 					       the fleet serves one model */
 	struct rt_queue_wait qw;       /* the router queue (queue_run.h) */
+	bool reserved;                 /* holds the in-flight guard of reserved_slot,
+					  taken by rt_infer_reserve for the
+					  dispatch to adopt (forward.c) */
+	uint32_t reserved_slot;
 };
 
 /* Prepares `req`'s body for `route` under generation `g`: returns the
@@ -90,6 +94,20 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
  * request; never blocks (a full ring drops it, counted by the statebus).
  * DP rank 0: the engine balances its own ranks. */
 void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns);
+
+/* The dispatch guard as the reservation: takes the in-flight guard of
+ * sel->worker at `now_ns` and, when its group caps router in-flight
+ * requests (admission max_inflight_requests), checks the sum over every
+ * process again; over the cap (another process dispatched between this
+ * selection's check and now) the guard is given back and `err` is the
+ * admission rejection selection would have given (503
+ * policy_selection_failed naming the worker): returns false. The guard is
+ * adopted by the dispatch, or released when the request ends. */
+bool rt_infer_reserve(struct infer_request *ir, struct selection *sel, uint64_t now_ns,
+		      struct router_error *err);
+
+/* Gives back a reservation not adopted (idempotent). */
+void rt_infer_unreserve(struct infer_request *ir);
 
 /* Dispatches `ir` under `g` with selection `sel` made at `t_selected_ns`:
  * predicted ownership, the body rewrite, rt_forward_start. Answers 500 when

@@ -303,7 +303,8 @@ static enum try_result try_one(struct infer_request *ir, uint64_t now)
 		return TRY_MISS;
 	struct router_error err;
 	struct selection sel;
-	if (rt_infer_select(g, ir, NULL, now, &sel, &err) != 0) {
+	if (rt_infer_select(g, ir, NULL, now, &sel, &err) != 0 ||
+	    !rt_infer_reserve(ir, &sel, now, &err)) {
 		if (rt_queue_err_waits(&err)) {
 			*ir->qw.last = err;
 			recent = err;
