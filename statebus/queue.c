@@ -69,10 +69,12 @@ int statebus_queue_running_take(struct statebus_region *r, uint32_t proc, int64_
 	if (q == NULL || proc == STATEBUS_QUEUE_WRITER)
 		return SY_EINVAL;
 	(void)uatomic_add_return(&q->running, 1); /* full barrier: raise, then read */
-	if (statebus_queue_running_sum(r) <= max)
+	int64_t s = statebus_queue_running_sum(r);
+	if (s <= max)
 		return SY_OK;
 	(void)uatomic_add_return(&q->running, -1);
-	(void)uatomic_add_return(&q->wakes, 1); /* another may have backed off for us */
+	if (s - 1 < max) /* room without us: a racer may have backed off too */
+		(void)uatomic_add_return(&q->wakes, 1);
 	return SY_EBUSY;
 }
 

@@ -52,6 +52,7 @@
 #include "router/policies/policy.h"
 #include "router/dispatch/stall.h"
 #include "router/http/metrics.h"
+#include "router/http/queue_run.h"
 
 /* Largest upstream response head passed on (bytes, names + values). */
 #define RT_MAX_UPSTREAM_HEAD_BYTES 65536
@@ -81,6 +82,7 @@ static void guard_release(struct fwd *f)
 	f->guard_held = false;
 	if (rt_w.region)
 		statebus_inflight_release(rt_w.region, rt_w.proc_slot, f->guard_slot);
+	rt_queue_kick(); /* a request waiting here may go now */
 }
 
 static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)

@@ -29,6 +29,8 @@ static h2o_linklist_t waiting;
 static bool ready;
 static h2o_timeout_t poll_timeout;
 static h2o_timeout_entry_t poll_timer;
+static h2o_timeout_t kick_timeout;     /* zero delay: the next loop turn */
+static h2o_timeout_entry_t kick_timer;
 static uint64_t wakes_seen;    /* wake counter sum at the last pass */
 static bool pass_due;          /* run a pass at the next tick whatever the sum */
 static uint64_t next_deadline; /* earliest deadline of a waiting request */
@@ -44,6 +46,8 @@ static void setup(void)
 	h2o_linklist_init_anchor(&waiting);
 	h2o_timeout_init(rt_w.loop, &poll_timeout, RT_QUEUE_POLL_MS);
 	poll_timer.cb = on_poll;
+	h2o_timeout_init(rt_w.loop, &kick_timeout, 0);
+	kick_timer.cb = on_poll;
 	next_deadline = UINT64_MAX;
 	ready = true;
 }
@@ -61,16 +65,17 @@ bool rt_queue_err_waits(const struct router_error *err)
 
 /* ---- concurrency tokens ------------------------------------------------ */
 
+static int64_t local_running; /* tokens held without a state plane */
+
 bool rt_queue_token_take(const struct router_gen *g, struct infer_request *ir)
 {
 	int max = g->cfg.router.max_concurrent_requests;
 	if (max < 0 || ir->qw.token)
 		return true;
 	if (rt_w.region == NULL) {
-		static int64_t local; /* no state plane: this process alone */
-		if (local >= max)
+		if (local_running >= max)
 			return false;
-		local++;
+		local_running++;
 		ir->qw.token = true;
 		return true;
 	}
@@ -80,13 +85,25 @@ bool rt_queue_token_take(const struct router_gen *g, struct infer_request *ir)
 	return true;
 }
 
-void rt_queue_token_put(struct infer_request *ir)
+/* Gives the token back without waking this process's queue (a pass that
+ * could not use it). */
+static void token_put_quiet(struct infer_request *ir)
 {
 	if (!ir->qw.token)
 		return;
 	ir->qw.token = false;
 	if (rt_w.region != NULL)
 		(void)statebus_queue_running_put(rt_w.region, rt_w.proc_slot);
+	else if (local_running > 0)
+		local_running--;
+}
+
+void rt_queue_token_put(struct infer_request *ir)
+{
+	if (!ir->qw.token)
+		return;
+	token_put_quiet(ir);
+	rt_queue_kick();
 }
 
 bool rt_queue_busy(void) { return ready && order.n_queued > 0; }
@@ -308,7 +325,7 @@ static enum try_result try_one(struct infer_request *ir, uint64_t now)
 		if (rt_queue_err_waits(&err)) {
 			*ir->qw.last = err;
 			recent = err;
-			rt_queue_token_put(ir);
+			token_put_quiet(ir);
 			return TRY_MISS;
 		}
 		g = unqueue(ir); /* selection fails otherwise now: that answer */
@@ -347,7 +364,10 @@ static void arm(void)
 
 static void on_poll(h2o_timeout_entry_t *t)
 {
-	(void)t;
+	if (t == &kick_timer && h2o_timeout_is_linked(&poll_timer))
+		h2o_timeout_unlink(&poll_timer); /* the pass runs now */
+	else if (t == &poll_timer && h2o_timeout_is_linked(&kick_timer))
+		h2o_timeout_unlink(&kick_timer);
 	uint64_t now = sy_mono_ns();
 	if (now >= next_deadline)
 		expire(now);
@@ -358,6 +378,15 @@ static void on_poll(h2o_timeout_entry_t *t)
 		run_pass(now);
 	}
 	arm();
+}
+
+void rt_queue_kick(void)
+{
+	if (!ready || order.n_queued == 0)
+		return;
+	pass_due = true;
+	if (!h2o_timeout_is_linked(&kick_timer))
+		h2o_timeout_link(rt_w.loop, &kick_timeout, &kick_timer);
 }
 
 /* ---- entering -------------------------------------------------------------- */
@@ -371,7 +400,7 @@ bool rt_queue_wait(struct router_gen *g, struct infer_request *ir, const struct 
 	struct rt_queue_wait *w = &ir->qw;
 	h2o_req_t *req = ir->req;
 	uint64_t now = sy_mono_ns();
-	rt_queue_token_put(ir);
+	token_put_quiet(ir);
 	char tenant[SY_TENANT_MAX + 1];
 	size_t tlen = tenant_of(g, req, tenant, sizeof(tenant));
 	unsigned cls = class_of(g, req, tenant, tlen);

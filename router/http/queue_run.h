@@ -91,6 +91,10 @@ bool rt_queue_wait(struct router_gen *g, struct infer_request *ir, const struct 
  * gone, HTTP/2 reset): counted cancelled. Idempotent. */
 void rt_queue_leave(struct infer_request *ir);
 
+/* Capacity freed in this process (an in-flight guard or a token given
+ * back): a pass runs at the next loop turn instead of the next poll. */
+void rt_queue_kick(void);
+
 /* Whether `err` is an admission exhaustion (503 policy_selection_failed). */
 bool rt_queue_err_waits(const struct router_error *err);
 
