@@ -422,6 +422,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 				    h->tables[SB_T_PWORKERS].size;
 	out->health_off = h->tables[SB_T_HEALTH].off;
 	out->health_size = h->tables[SB_T_HEALTH].size;
+	out->queue_off = h->tables[SB_T_QUEUE].off;
+	out->queue_size = h->tables[SB_T_QUEUE].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)

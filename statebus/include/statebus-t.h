@@ -123,6 +123,7 @@ struct statebus_header_info {
 	uint64_t predict_entries_off, predict_entries_size; /* predicted-entry pool + its
 	                                                       buckets + per-worker lists */
 	uint64_t health_off, health_size;                 /* passive health / breakers */
+	uint64_t queue_off, queue_size;                   /* router queue rows */
 };
 
 /* ------------------------------------------------------------------------ */
