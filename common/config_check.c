@@ -309,8 +309,8 @@ static int check_queue(const struct ctx *c, const struct row *r, struct sy_confi
 	char key[64];
 	snprintf(key, sizeof(key), "router.%s", r->c.key);
 	return refuse(c->cfg, err, no_mark, key,
-		      "only read while requests can wait and router.queue_size is 0 (no "
-		      "queue); use router.queue_size N (--queue-size N), or remove it");
+		      "only read by the router queue, which is off (router.queue_size 0); "
+		      "use router.queue_size N (--queue-size N), or remove it");
 }
 
 static int check_headers(const struct ctx *c, const struct row *r, struct sy_config_error *err)
