@@ -15,6 +15,9 @@
              any bulk one.
   fairness   two tenants (x-tenant, equal weight) in closed loops of 8 and 3
              clients on 2 places: completions within 10 % of each other.
+  concurrency  --max-concurrent-requests 3 over 2 processes on an engine
+             that would run 16: 24 at once all 200, the engine never runs
+             more than 3, no token left behind.
   limits     queue size 2 and a 1 s timeout: a third waiting request gets
              503 at once (rejected_full), the others 503 after their
              deadline (one shortened to 300 ms by its header), each with
@@ -298,6 +301,24 @@ def test_limits(engine):
     stop(p)
 
 
+def test_concurrency(engine):
+    request(engine, "POST", "/mock/reset")
+    p, port, shm = router("conc", [engine], "--max-concurrent-requests", "3",
+                          "--processes", "2")
+    res = burst(port, 24, 6)
+    bad = [r for r in res if r[0] != 200]
+    check(not bad, "concurrency cap: %d of 24 not 200: %s" % (len(bad), bad[:2]))
+    peak = mock_stats(engine)["queue"]["peak_running"]
+    check(peak <= 3, "concurrency cap 3 over 2 processes: the engine ran %d at once" % peak)
+    q = sytest.syctl_json(SYCTL, shm, "queue")
+    check(q["running"] == 0 and q["waiting"] == 0, "tokens or waiters left: %s" % q)
+    check(sum(x["outcomes"]["admitted"] for x in q["procs"]) >= 12,
+          "the cap queued too few requests: %s" % q)
+    log("concurrency: 24/24 ok under --max-concurrent-requests 3 over 2 processes, engine "
+        "peak %d" % peak)
+    stop(p)
+
+
 def main():
     a = mock("a", "--max-running", "2", "--decode-us-per-token", "10000")
     b = mock("b", "--max-running", "2", "--decode-us-per-token", "10000")
@@ -307,6 +328,8 @@ def main():
     test_priority(c)
     test_fairness(c)
     test_limits(c)
+    d = mock("d", "--max-running", "16", "--decode-us-per-token", "10000")
+    test_concurrency(d)
     log("router_queue: ok")
 
 
