@@ -341,19 +341,47 @@ static enum try_result try_one(struct infer_request *ir, uint64_t now)
 	return TRY_GONE;
 }
 
+/* What a request competes for: its model and its resolved buckets. Two
+ * requests with the same key see the same admission answer in one pass. */
+static uint64_t compete_key(const struct infer_request *ir)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < ir->pr.model.len; i++)
+		h = (h ^ (unsigned char)ir->pr.model.ptr[i]) * 1099511628211ull;
+	for (size_t i = 0; i < ir->n_order; i++)
+		h = (h ^ (uint64_t)(uintptr_t)ir->order[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Pops up to RT_QUEUE_SCAN requests in order and tries each, except one
+ * whose key already missed in this pass (it would miss too: it keeps its
+ * place untried); stops after RT_QUEUE_MISSES distinct keys missed. So a
+ * saturated model does not hold up the requests of another behind it. */
 static void run_pass(uint64_t now)
 {
-	struct router_queue_entry *missed[RT_QUEUE_MISSES];
-	unsigned n_missed = 0;
-	while (n_missed < RT_QUEUE_MISSES) {
+	struct router_queue_entry *back[RT_QUEUE_SCAN];
+	uint64_t missed[RT_QUEUE_MISSES];
+	unsigned n_back = 0, n_missed = 0;
+	while (n_missed < RT_QUEUE_MISSES && n_back < RT_QUEUE_SCAN) {
 		struct router_queue_entry *e = router_queue_pop(&order);
 		if (e == NULL)
 			break;
-		if (try_one(ir_of(e), now) == TRY_MISS)
-			missed[n_missed++] = e;
+		struct infer_request *ir = ir_of(e);
+		uint64_t key = compete_key(ir);
+		bool same = false;
+		for (unsigned k = 0; k < n_missed && !same; k++)
+			same = missed[k] == key;
+		if (same) {
+			back[n_back++] = e;
+			continue;
+		}
+		if (try_one(ir, now) == TRY_MISS) {
+			back[n_back++] = e;
+			missed[n_missed++] = key;
+		}
 	}
-	while (n_missed > 0)
-		router_queue_unpop(&order, missed[--n_missed]);
+	while (n_back > 0)
+		router_queue_unpop(&order, back[--n_back]);
 }
 
 static void arm(void)

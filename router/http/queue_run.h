@@ -20,7 +20,10 @@
  *            every bucket in order, fleet refreshed). Admitted → dispatched
  *            (the in-flight guard taken at dispatch is the reservation);
  *            admission again → back in place; any other outcome → that
- *            error. A pass stops after RT_QUEUE_MISSES failures in a row.
+ *            error. A request whose model and buckets already missed in
+ *            this pass keeps its place untried; a pass looks at most at
+ *            RT_QUEUE_SCAN requests and stops after RT_QUEUE_MISSES distinct
+ *            misses, so one saturated model does not block another's.
  *   leaving  deadline (router.queue_timeout_secs, shortened by
  *            router.queue_timeout_header in ms) → 503 with the last
  *            selection's error (policy_selection_failed and its admission
@@ -48,9 +51,10 @@
 struct infer_request;
 struct router_gen;
 
-/* Failures in a row after which a pass stops (other requests wait for the
- * next wake). */
+/* Distinct (model, buckets) misses after which a pass stops, and the most
+ * requests one pass looks at (the rest wait for the next wake). */
 #define RT_QUEUE_MISSES 4
+#define RT_QUEUE_SCAN 64
 /* Poll period of the wake counter while requests wait (ms). */
 #define RT_QUEUE_POLL_MS 1
 

@@ -18,6 +18,8 @@
   concurrency  --max-concurrent-requests 3 over 2 processes on an engine
              that would run 16: 24 at once all 200, the engine never runs
              more than 3, no token left behind.
+  models     a request for an idle model is not held up behind requests
+             queued for a saturated one.
   limits     queue size 2 and a 1 s timeout: a third waiting request gets
              503 at once (rejected_full), the others 503 after their
              deadline (one shortened to 300 ms by its header), each with
@@ -55,9 +57,9 @@ def show_logs():
     sytest.print_dir_logs(T)
 
 
-def mock(name, *args):
+def mock(name, *args, model="m"):
     port = free_port()
-    p = subprocess.Popen([MOCK, "--port", str(port), "--model", "m"] + list(args),
+    p = subprocess.Popen([MOCK, "--port", str(port), "--model", model] + list(args),
                          stdout=open(os.path.join(T, name + ".log"), "a"),
                          stderr=subprocess.STDOUT)
     procs.append(p)
@@ -72,12 +74,12 @@ def _up(port):
         return False
 
 
-def router(name, engines, *flags):
+def router(name, engines, *flags, model_id=True):
     port = free_port()
     shm = "/dev/shm/sy-test-rq-%d-%s" % (os.getpid(), name)
     shms.append(shm)
-    p = subprocess.Popen([ROUTER, "--port", str(port), "--shm", shm, "--model-id", "m",
-                          "--worker-urls"] + ["http://127.0.0.1:%d" % e for e in engines]
+    p = subprocess.Popen([ROUTER, "--port", str(port), "--shm", shm]
+                         + (["--model-id", "m"] if model_id else []) + ["--worker-urls"] + ["http://127.0.0.1:%d" % e for e in engines]
                          + list(flags),
                          stdout=open(os.path.join(T, name + ".log"), "a"),
                          stderr=subprocess.STDOUT)
@@ -94,8 +96,8 @@ def router(name, engines, *flags):
     return p, port, shm
 
 
-def post(port, tokens, headers=None, prompt="hello", timeout=60):
-    body = {"model": "m", "prompt": prompt, "max_tokens": tokens}
+def post(port, tokens, headers=None, prompt="hello", timeout=60, model="m"):
+    body = {"model": model, "prompt": prompt, "max_tokens": tokens}
     return request(port, "POST", "/v1/completions", body, headers, timeout=timeout)
 
 
@@ -319,6 +321,34 @@ def test_concurrency(engine):
     stop(p)
 
 
+def test_models(engine_m, engine_n):
+    p, port, _ = router("models", [engine_m, engine_n], "--max-inflight-requests", "1",
+                        model_id=False)
+    res = {}
+
+    def one(tag, tokens, model):
+        t0 = time.monotonic()
+        res[tag] = (post(port, tokens, prompt=tag, model=model)[0], time.monotonic() - t0)
+    ts = [threading.Thread(target=one, args=("hold", 100, "m"))]  # ~1 s
+    ts[0].start()
+    time.sleep(0.1)
+    for i in range(8):
+        ts.append(threading.Thread(target=one, args=("m%d" % i, 2, "m")))
+        ts[-1].start()
+    sytest.wait_for("8 requests for m queued", lambda: metric(
+        port, 'switchyard_queue_depth{class="default"}') == 8, timeout=5, interval=0.02)
+    one("n", 2, "n")
+    st, took = res["n"]
+    check(st == 200 and took < 0.6 and "hold" not in res,
+          "a request for an idle model behind 8 queued for a saturated one: %d after %.2f s"
+          % (st, took))
+    for t in ts:
+        t.join()
+    check(all(v[0] == 200 for v in res.values()), "models: not all 200: %s" % res)
+    log("models: a request for n passed 8 queued for saturated m in %.0f ms" % (took * 1000))
+    stop(p)
+
+
 def main():
     a = mock("a", "--max-running", "2", "--decode-us-per-token", "10000")
     b = mock("b", "--max-running", "2", "--decode-us-per-token", "10000")
@@ -330,6 +360,8 @@ def main():
     test_limits(c)
     d = mock("d", "--max-running", "16", "--decode-us-per-token", "10000")
     test_concurrency(d)
+    n = mock("n", "--max-running", "2", "--decode-us-per-token", "10000", model="n")
+    test_models(d, n)
     log("router_queue: ok")
 
 
