@@ -291,6 +291,17 @@ void rt_metrics_queue_depth(struct rt_metrics *m, unsigned row, unsigned cls, un
 	add((uint64_t *)&r->queue_tenant[label], (uint64_t)(int64_t)delta);
 }
 
+void rt_metrics_queue_reset(struct rt_metrics *m, unsigned row)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r)
+		return;
+	for (unsigned c = 0; c < RT_QUEUE_CLASSES; c++)
+		__atomic_store_n(&r->queue_depth[c], 0, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++)
+		__atomic_store_n(&r->queue_tenant[i], 0, __ATOMIC_RELAXED);
+}
+
 void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta)
 {
 	struct rt_metrics_row *r = row_of(m, row);

@@ -104,6 +104,9 @@ unsigned rt_metrics_queue_tenant_label(struct rt_metrics *m, const char *tenant)
 /* Queue depth gauges: class `cls` and tenant label `label` move by `delta`. */
 void rt_metrics_queue_depth(struct rt_metrics *m, unsigned row, unsigned cls, unsigned label,
 			    int delta);
+/* Zeroes row `row`'s queue depth gauges (a worker process starting in the
+ * row of one that ended: its waiting requests are gone). */
+void rt_metrics_queue_reset(struct rt_metrics *m, unsigned row);
 /* A client went away before its inference answer ended. */
 void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row);
 void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param);
