@@ -43,7 +43,12 @@
  *              upstream_pool_idle_timeout_secs: 3,
  *              override_sampling_params (JSON object), sampling_param_conflict:
  *              reject|allow, max_connections_per_worker: 256,
- *              upstream_client: lean}
+ *              upstream_client: lean,
+ *              queue_size: 100 (0 = no queue), queue_timeout_secs: 60,
+ *              queue_timeout_header: x-switchyard-queue-timeout-ms,
+ *              max_concurrent_requests: -1, priority_header: x-smg-priority,
+ *              tenant_header, tenant_max_priority: default,
+ *              tenant_priorities: [tenant=class], tenant_weights: [tenant=N]}
  *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
  *              health_interval_ms: 1000, health_timeout_ms: 5000,
  *              health_failure_threshold: 3, health_success_threshold: 2,
