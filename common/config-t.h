@@ -233,9 +233,39 @@ struct sy_config_router {
 	int metrics_names;         /* enum sy_metrics_names */
 	char **cors_allowed_origins; /* origins answered with CORS headers ("*" any) */
 	size_t n_cors_allowed_origins;
+	/* Router queue (DESIGN.md §9 "Queueing"; router/http/queue_run.c). */
+	int queue_size;            /* requests waiting router-wide (all processes);
+				      0 = no queue: admission exhaustion → 503 at once */
+	int queue_timeout_secs;    /* longest wait in the queue → 503 */
+	char *queue_timeout_header; /* request header (ms) that can shorten a
+				      request's wait, never lengthen it */
+	int max_concurrent_requests; /* router-wide requests between selection and
+				      the end of the response (SMG semantics), over
+				      every process; -1 = no cap */
+	char *priority_header;     /* request header naming the class (system,
+				      interactive, default, bulk); default
+				      x-smg-priority */
+	char *tenant_header;       /* trusted header naming the tenant; NULL: the
+				      API key's identity (auth.c) */
+	int tenant_max_priority;   /* enum sy_queue_class: highest class a tenant
+				      not in tenant_priorities may ask for */
+	char **tenant_priorities;  /* "tenant=class": a tenant's highest class */
+	size_t n_tenant_priorities;
+	char **tenant_weights;     /* "tenant=weight" (1..1000, default 1): share of
+				      dequeues inside a class */
+	size_t n_tenant_weights;
 	char **request_id_headers; /* request headers whose value becomes the
 				      request ID, first present wins (lower-case) */
 	size_t n_request_id_headers;
+};
+
+/* Router queue classes, highest first (x-smg-priority values); the same
+ * order as enum statebus_queue_class. */
+enum sy_queue_class {
+	SY_QCLASS_SYSTEM = 0,
+	SY_QCLASS_INTERACTIVE = 1,
+	SY_QCLASS_DEFAULT = 2,
+	SY_QCLASS_BULK = 3,
 };
 
 enum sy_sampling_conflict {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 /* ---- value hooks -------------------------------------------------------- */
@@ -327,6 +328,72 @@ static int hook_origin(const char *in, size_t len, char **out, const char **why)
 	return SY_OK;
 }
 
+int sy_queue_class_parse(const char *s, size_t len)
+{
+	static const char *const names[] = {"system", "interactive", "default", "bulk"};
+	while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	while (len > 0 && (*s == ' ' || *s == '\t')) {
+		s++;
+		len--;
+	}
+	for (int i = 0; i < 4; i++)
+		if (strlen(names[i]) == len && strncasecmp(names[i], s, len) == 0)
+			return i;
+	return -1;
+}
+
+int sy_tenant_entry_split(const char *s, size_t len, size_t *name_len, const char **value,
+			  size_t *value_len)
+{
+	const char *eq = memchr(s, '=', len);
+	if (eq == NULL || eq == s || (size_t)(eq - s) > SY_TENANT_MAX || eq + 1 == s + len)
+		return SY_EINVAL;
+	for (const char *p = s; p < s + len; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+			return SY_EINVAL;
+	*name_len = (size_t)(eq - s);
+	*value = eq + 1;
+	*value_len = len - *name_len - 1;
+	return SY_OK;
+}
+
+/* router.tenant_priorities: "tenant=class". */
+static int hook_tenant_priority(const char *in, size_t len, char **out, const char **why)
+{
+	size_t nl, vl;
+	const char *v;
+	if (sy_tenant_entry_split(in, len, &nl, &v, &vl) != SY_OK ||
+	    sy_queue_class_parse(v, vl) < 0) {
+		*why = "must be tenant=class (class system, interactive, default or bulk; tenant "
+		       "1..64 visible characters)";
+		return SY_EINVAL;
+	}
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
+/* router.tenant_weights: "tenant=weight", weight 1..1000. */
+static int hook_tenant_weight(const char *in, size_t len, char **out, const char **why)
+{
+	size_t nl, vl;
+	const char *v;
+	bool ok = sy_tenant_entry_split(in, len, &nl, &v, &vl) == SY_OK && vl <= 4;
+	unsigned w = 0;
+	for (size_t i = 0; ok && i < vl; i++) {
+		ok = v[i] >= '0' && v[i] <= '9';
+		w = w * 10 + (unsigned)(v[i] - '0');
+	}
+	if (!ok || w < 1 || w > 1000) {
+		*why = "must be tenant=weight (weight 1..1000; tenant 1..64 visible characters)";
+		return SY_EINVAL;
+	}
+	if ((*out = strndup(in, len)) == NULL)
+		return SY_ENOMEM;
+	return SY_OK;
+}
+
 /* ---- the schema ---------------------------------------------------------- */
 
 static const char *const role_names[] = {"plain", "prefill", "decode", NULL};
@@ -341,6 +408,7 @@ static const char *const sampling_conflict_names[] = {"reject", "allow", NULL};
 static const char *const slo_policy_names[] = {"disabled", "best_effort", "slo_first", NULL};
 static const char *const metrics_names_names[] = {"switchyard", "sglang", "both", NULL};
 static const char *const index_mode_names[] = {"auto", "on", "off", NULL};
+static const char *const queue_class_names[] = {"system", "interactive", "default", "bulk", NULL};
 
 #define KV struct sy_config_kv_events
 static const struct sy_cfg_field kv_fields[] = {
@@ -451,6 +519,17 @@ static const struct sy_cfg_field router_fields[] = {
 			 hook_origin),
 	SY_CFG_STRLIST_F(R, request_id_headers, n_request_id_headers, SY_CFG_NO_OFF, 16,
 			 hook_header_name),
+	SY_CFG_INT_F(R, queue_size, 0, 1000000, 100, 0),
+	SY_CFG_INT_F(R, queue_timeout_secs, 1, 86400, 60, 0),
+	SY_CFG_STR_F(R, queue_timeout_header, "x-switchyard-queue-timeout-ms", 0, hook_header_name),
+	SY_CFG_INT_F(R, max_concurrent_requests, -1, 1000000, -1, 0),
+	SY_CFG_STR_F(R, priority_header, "x-smg-priority", 0, hook_header_name),
+	SY_CFG_STR_F(R, tenant_header, NULL, SY_CFG_NULLABLE, hook_header_name),
+	SY_CFG_ENUM_F(R, tenant_max_priority, queue_class_names, SY_QCLASS_DEFAULT),
+	SY_CFG_STRLIST_F(R, tenant_priorities, n_tenant_priorities, SY_CFG_NO_OFF, 256,
+			 hook_tenant_priority),
+	SY_CFG_STRLIST_F(R, tenant_weights, n_tenant_weights, SY_CFG_NO_OFF, 256,
+			 hook_tenant_weight),
 };
 static const struct sy_cfg_section router_section =
 	SY_CFG_SECTION("router", R, SY_CFG_NO_OFF, router_fields);

@@ -43,7 +43,12 @@
  *              upstream_pool_idle_timeout_secs: 3,
  *              override_sampling_params (JSON object), sampling_param_conflict:
  *              reject|allow, max_connections_per_worker: 256,
- *              upstream_client: lean}
+ *              upstream_client: lean,
+ *              queue_size: 100 (0 = no queue), queue_timeout_secs: 60,
+ *              queue_timeout_header: x-switchyard-queue-timeout-ms,
+ *              max_concurrent_requests: -1, priority_header: x-smg-priority,
+ *              tenant_header, tenant_max_priority: default,
+ *              tenant_priorities: [tenant=class], tenant_weights: [tenant=N]}
  *   statebus: {control_endpoint: ipc://<shm_path>.ctl, query_endpoint,
  *              health_interval_ms: 1000, health_timeout_ms: 5000,
  *              health_failure_threshold: 3, health_success_threshold: 2,
@@ -273,6 +278,19 @@ const struct sy_cfg_section *sy_config_schema(void);
 const char *sy_worker_role_name(int role);
 const char *sy_engine_kind_name(int kind);
 const char *sy_tokenizer_kind_name(int kind);
+
+/* Longest tenant name (bytes) in router.tenant_priorities / tenant_weights. */
+#define SY_TENANT_MAX 64
+
+/* The queue class named by s[0..len) (case-insensitive, blanks around
+ * ignored): enum sy_queue_class, or -1. */
+int sy_queue_class_parse(const char *s, size_t len);
+
+/* Splits a "tenant=value" entry s[0..len): *name_len bytes of name at s,
+ * the value at *value (*value_len bytes). Returns 0, or SY_EINVAL (no '=',
+ * an empty part, a name over SY_TENANT_MAX, a blank or control byte). */
+int sy_tenant_entry_split(const char *s, size_t len, size_t *name_len, const char **value,
+			  size_t *value_len);
 
 /* The policy type names selection runs (reference/policy-defaults.md §1),
  * SY_POLICY_COUNT of them, in the order of the router's enum policy_kind

@@ -300,6 +300,19 @@ static int check_retry(const struct ctx *c, const struct row *r, struct sy_confi
 		      "(--retry-max-retries N, or --retry-once) to turn them on, or remove it");
 }
 
+static int check_queue(const struct ctx *c, const struct row *r, struct sy_config_error *err)
+{
+	const struct sy_cfg_field *f =
+		sy_cfg_find(section_of("router"), r->c.key, strlen(r->c.key));
+	if (c->cfg->router.queue_size > 0 || !sy_cfg_is_set(f, &c->cfg->router))
+		return SY_OK;
+	char key[64];
+	snprintf(key, sizeof(key), "router.%s", r->c.key);
+	return refuse(c->cfg, err, no_mark, key,
+		      "only read by the router queue, which is off (router.queue_size 0); "
+		      "use router.queue_size N (--queue-size N), or remove it");
+}
+
 static int check_headers(const struct ctx *c, const struct row *r, struct sy_config_error *err)
 {
 	const struct sy_cfg_field *f =
@@ -568,6 +581,15 @@ static const struct row rows[] = {
 	ALWAYS("router", "ttft_slo_policy", "bucket resolver (x-sgl-ttft-slo-ms)"),
 	ALWAYS("router", "tps_slo_policy", "bucket resolver (x-sgl-tps-slo)"),
 	ALWAYS("router", "upstream_client", "router upstream"),
+	ALWAYS("router", "queue_size", "router queue (admission exhaustion, concurrency cap)"),
+	CHECK("router", "queue_timeout_secs", "router.queue_size > 0", check_queue),
+	CHECK("router", "queue_timeout_header", "router.queue_size > 0", check_queue),
+	ALWAYS("router", "max_concurrent_requests", "router concurrency cap (state plane)"),
+	CHECK("router", "priority_header", "router.queue_size > 0", check_queue),
+	CHECK("router", "tenant_header", "router.queue_size > 0", check_queue),
+	CHECK("router", "tenant_max_priority", "router.queue_size > 0", check_queue),
+	CHECK("router", "tenant_priorities", "router.queue_size > 0", check_queue),
+	CHECK("router", "tenant_weights", "router.queue_size > 0", check_queue),
 	ALWAYS("statebus", "control_endpoint", "statebus control socket, router admin"),
 	ALWAYS("statebus", "query_endpoint", "statebus remote prefix queries"),
 	ALWAYS("statebus", "health_interval_ms", "statebus / router master health prober"),

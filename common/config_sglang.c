@@ -44,9 +44,8 @@
 	     "URLs"
 #define TOKCACHE "tokenizer caches are not offered; chat prefixes share block hashes through " \
 		 "the per-process digest memo; remove it"
-#define QUEUE "no router-side request queue: admission caps answer 503 at once " \
-	      "(--max-inflight-requests N per worker); remove it"
-#define TENANT "per-tenant scheduling and rate limits are not offered; use per-worker " \
+#define TENANT "per-tenant rate limits are not offered (the queue shares capacity between " \
+	       "tenants: --tenant-weights, --tenant-priorities); use per-worker " \
 	       "admission caps (--max-inflight-requests N), or remove it"
 #define TRACE "OpenTelemetry tracing is not offered; x-request-id and --access-log PATH " \
 	      "correlate requests; remove it"
@@ -146,8 +145,9 @@ static const struct sy_sglang_flag table[] = {
 					    "(5 ms .. 300 s); remove it"),
 	K("--request-id-headers", "router.request_id_headers"),
 	NO("--storage-context-headers", STORE),
-	NO("--trust-tenant-header", TENANT),
-	NO("--tenant-header-name", TENANT),
+	NO("--trust-tenant-header", "the header named by --tenant-header-name "
+				    "(router.tenant_header) is trusted whenever it is set; remove it"),
+	K("--tenant-header-name", "router.tenant_header"),
 	K("--shutdown-grace-period-secs", "router.shutdown_drain_secs"),
 	K("--max-payload-size", "router.max_body_bytes"),
 	NO("--stream-request-bodies-over", "request bodies are read whole (up to "
@@ -155,15 +155,19 @@ static const struct sy_sglang_flag table[] = {
 	NO("--stream-body-stall-timeout-secs", "request bodies are read whole (up to "
 					       "--max-payload-size) before selection; remove it"),
 	K("--cors-allowed-origins", "router.cors_allowed_origins"),
-	VAL("--max-concurrent-requests", "policy.admission.max_inflight_requests", "-1=",
-	    "a router-wide limit is not offered; cap each worker with "
-	    "--max-inflight-requests N (or --max-running-requests N), or give -1"),
-	NO("--queue-size", QUEUE),
-	NO("--queue-timeout-secs", QUEUE),
-	NO("--priority-scheduler-enabled", TENANT),
-	NO("--priority-scheduler-default-max-class", TENANT),
-	NO("--priority-scheduler-config", TENANT),
-	NO("--priority-scheduler-tenant-metric-top-n", TENANT),
+	K("--max-concurrent-requests", "router.max_concurrent_requests"),
+	K("--queue-size", "router.queue_size"),
+	K("--queue-timeout-secs", "router.queue_timeout_secs"),
+	NO("--priority-scheduler-enabled", "the priority classes are always on: the class "
+					   "comes from x-smg-priority (--priority-header), "
+					   "clamped by --tenant-max-priority; remove it"),
+	K("--priority-scheduler-default-max-class", "router.tenant_max_priority"),
+	NO("--priority-scheduler-config", "per-tenant classes and weights are configuration "
+					  "keys: router.tenant_priorities, router.tenant_weights "
+					  "(--tenant-priorities, --tenant-weights); remove it"),
+	NO("--priority-scheduler-tenant-metric-top-n", "the tenant label of the queue metrics "
+						       "is bounded (16 tenants, then \"other\"); "
+						       "remove it"),
 	NO("--tenant-rate-limit-enabled", TENANT),
 	NO("--tenant-rate-limit-config", TENANT),
 	NO("--rate-limit-tokens-per-second", TENANT),
@@ -272,7 +276,7 @@ static const struct sy_sglang_flag table[] = {
 	K("--sticky-idle-secs", "policy.affinity_idle_timeout_secs"),
 	K("--sticky-eviction-interval-secs", "statebus.affinity_sweep_interval_secs"),
 	K("--max-concurrent-requests-per-worker", "policy.admission.max_inflight_requests"),
-	NO("--max-queued-requests", QUEUE),
+	K("--max-queued-requests", "router.queue_size"),
 	SET("--enable-retry", "router.retry_once", "true"),
 	NO("--tokenizer-shards", "every router process tokenizes its own requests "
 				 "(--processes N); remove it"),

@@ -443,6 +443,7 @@ int rt_worker_main(unsigned index, int listen_fd, struct router_gen *gen, int ar
 		sy_warn("access log %s: %s", rt_w.gen->cfg.router.access_log, strerror(errno));
 	}
 	setup_h2o();
+	rt_metrics_queue_reset(rt_w.metrics, index); /* a crashed predecessor's waiters are gone */
 	if (rt_w.gen->cfg.router.tls_cert_path != NULL && rt_w.accept_ctx.ssl_ctx == NULL)
 		return 1; /* never serve in the clear what is configured for TLS */
 	rt_prefix_wait_bind(rt_w.loop);

@@ -47,6 +47,7 @@
 
 #include "common/clock.h"
 #include "sb-int.h"
+#include "statebus-queue.h"
 
 int sb_proc_stat(int32_t pid, uint64_t *start_time)
 {
@@ -105,6 +106,7 @@ int statebus_proc_claim(struct statebus_region *r, enum statebus_proc_role role,
 		CMM_STORE_SHARED(p->role, (uint32_t)role);
 		CMM_STORE_SHARED(p->claimed_ns, sy_mono_ns());
 		statebus_inflight_zero_row(r, i);
+	(void)statebus_queue_zero_row(r, i);
 		/* Readers of in-flight sums look at the rows below procs_hw. */
 		for (uint32_t hw = CMM_LOAD_SHARED(r->hdr->procs_hw); hw < i + 1;) {
 			uint32_t seen = uatomic_cmpxchg(&r->hdr->procs_hw, hw, i + 1);
@@ -128,6 +130,7 @@ static void proc_clear(struct statebus_region *r, uint32_t i)
 {
 	struct sb_proc *p = sb_proc_at(r, i);
 	statebus_inflight_zero_row(r, i);
+	(void)statebus_queue_zero_row(r, i);
 	CMM_STORE_SHARED(p->epoch, STATEBUS_EPOCH_IDLE);
 	CMM_STORE_SHARED(p->start_time, 0);
 	CMM_STORE_SHARED(p->role, STATEBUS_PROC_NONE);

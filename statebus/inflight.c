@@ -6,9 +6,11 @@
  * column of a worker over every proc slot. The row of a dead process is
  * zeroed by statebus_procs_reap() before its slot is freed; a column is
  * zeroed when its worker slot is reused. in_flight never goes below zero:
- * a release without an acquire is reported, not applied.
+ * a release without an acquire is reported, not applied. A release bumps
+ * the releasing process's queue wake counter (statebus-queue.h).
  */
 #include "sb-int.h"
+#include "statebus-queue.h"
 
 static bool in_range(const struct statebus_region *r, uint32_t p, uint32_t w)
 {
@@ -35,8 +37,10 @@ int statebus_inflight_release(struct statebus_region *r, uint32_t proc, uint32_t
 	int64_t v = CMM_LOAD_SHARED(c->in_flight);
 	while (v > 0) {
 		int64_t old = uatomic_cmpxchg(&c->in_flight, v, v - 1);
-		if (old == v)
+		if (old == v) {
+			(void)statebus_queue_wake(r, proc); /* capacity freed */
 			return SY_OK;
+		}
 		v = old;
 	}
 	return SY_ERANGE;

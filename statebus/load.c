@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sb-int.h"
+#include "statebus-queue.h"
 
 uint32_t statebus_load_max_ranks(const struct statebus_region *r)
 {
@@ -56,6 +57,7 @@ int statebus_load_write(struct statebus_region *r, uint32_t slot, uint32_t gen, 
 	rec->recv_mono_ns = rep->recv_mono_ns;
 	rec->dispatches_at_recv = dispatches;
 	sb_seq_write_end(&rec->seq, s);
+	(void)statebus_queue_wake(r, STATEBUS_QUEUE_WRITER); /* a fresh load report */
 	return SY_OK;
 }
 

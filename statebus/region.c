@@ -99,6 +99,8 @@ static void layout_shape(const struct statebus_params *p, uint32_t count[SB_T_CO
 	stride[SB_T_HEALTH] = sizeof(struct sb_health_rec);
 	count[SB_T_CURSORS] = STATEBUS_CURSORS;
 	stride[SB_T_CURSORS] = sizeof(struct sb_cursor_rec);
+	count[SB_T_QUEUE] = p->max_procs + 1; /* + the writer's row */
+	stride[SB_T_QUEUE] = sizeof(struct sb_queue_rec);
 }
 
 static int check_params(const struct statebus_params *p, char *err, size_t cap)
@@ -425,6 +427,8 @@ void statebus_region_info(const struct statebus_region *r, struct statebus_heade
 	out->health_size = h->tables[SB_T_HEALTH].size;
 	out->cursors_off = h->tables[SB_T_CURSORS].off;
 	out->cursors_size = h->tables[SB_T_CURSORS].size;
+	out->queue_off = h->tables[SB_T_QUEUE].off;
+	out->queue_size = h->tables[SB_T_QUEUE].size;
 }
 
 uint64_t statebus_region_incarnation(const struct statebus_region *r)

@@ -37,6 +37,9 @@
  *   cursors   STATEBUS_CURSORS × struct sb_cursor_rec (64 B): one rotation
  *             cursor per engine group, claimed by CAS and advanced by
  *             atomic add from any router process (cursors.c)
+ *   queue     (max_procs + 1) × struct sb_queue_rec (64 B): the router
+ *             queue's wake counter, concurrency tokens and depths per proc
+ *             slot, the last row the statebus writer's (queue.c)
  *
  * Writer-only fields (index bookkeeping, seqlock words of workers and load)
  * are changed only by the holder of the writer lock.
@@ -87,6 +90,7 @@ enum sb_table_id {
 	SB_T_PWORKERS,
 	SB_T_HEALTH,
 	SB_T_CURSORS,
+	SB_T_QUEUE,
 	SB_T_COUNT_,
 };
 
@@ -279,6 +283,14 @@ struct sb_cursor_rec {
 	uint64_t reserved[6];
 } SB_ALIGNED;
 _Static_assert(sizeof(struct sb_cursor_rec) == SB_LINE, "cursor is one cache line");
+/* One proc slot's router-queue words (queue.c, statebus-queue.h). */
+struct sb_queue_rec {
+	uint64_t wakes;       /* capacity can have freed (bumped by the owner) */
+	int64_t running;      /* concurrency tokens held by the owner */
+	uint32_t queued[4];   /* depth per class (STATEBUS_QCLASS_COUNT_) */
+	uint64_t outcomes[4]; /* per enum statebus_queue_outcome */
+} SB_ALIGNED;
+_Static_assert(sizeof(struct sb_queue_rec) == SB_LINE, "queue record is one cache line");
 
 /* Radix index (index.c). One owner entry is one 64-bit word, so readers
  * load it in one access: generation (bits 0–31), worker slot (32–47), DP

@@ -19,6 +19,7 @@
 
 #include "common/url.h"
 #include "sb-int.h"
+#include "statebus-queue.h"
 
 uint32_t statebus_workers_capacity(const struct statebus_region *r)
 {
@@ -128,6 +129,7 @@ int statebus_worker_add(struct statebus_region *r, const struct statebus_worker 
 	sb_health_reset(r, i, g);
 	rec->w.state = STATEBUS_WORKER_ACTIVE;
 	sb_seq_write_end(&rec->seq, s);
+	(void)statebus_queue_wake(r, STATEBUS_QUEUE_WRITER); /* a new candidate */
 	if (slot)
 		*slot = i;
 	if (gen)
@@ -157,11 +159,14 @@ int statebus_worker_set_health(struct statebus_region *r, uint32_t slot, uint32_
 	struct sb_worker_rec *rec = writer_rec(r, slot, gen, &rc);
 	if (rec == NULL)
 		return rc;
+	bool up = healthy && !rec->w.healthy;
 	uint32_t s = sb_seq_write_begin(&rec->seq);
 	rec->w.healthy = healthy ? 1 : 0;
 	rec->w.health_checked_ns = checked_ns;
 	rec->w.health_failures = failures;
 	sb_seq_write_end(&rec->seq, s);
+	if (up)
+		(void)statebus_queue_wake(r, STATEBUS_QUEUE_WRITER); /* a candidate back */
 	return SY_OK;
 }
 

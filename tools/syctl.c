@@ -2,7 +2,8 @@
  *
  *   syctl [--shm PATH] [--json] COMMAND [options]
  *
- * Commands (index and match in syctl_index.c, affinity in syctl_affinity.c):
+ * Commands (index and match in syctl_index.c, affinity in syctl_affinity.c,
+ * queue in syctl_queue.c):
  *   create [--max-workers N] [--max-dp-ranks N] [--max-procs N]
  *          [--index-nodes N]
  *                      create and initialise the region (attach if present;
@@ -32,6 +33,9 @@
  *   affinity           affinity store: counts, counters, and each binding
  *                      (scope key digest, kind, worker, age, idle, expiry;
  *                      syctl_affinity.c, which documents the JSON shape)
+ *   queue              the router queue per router process: waiting by
+ *                      class, concurrency tokens, outcomes; wake counter
+ *                      (syctl_queue.c, which documents the JSON shape)
  *
  * JSON shapes are stable (scripts rely on them; fields may be added):
  *   workers --json → {"workers": [{"worker": URL, "role": "plain|prefill|decode",
@@ -99,7 +103,7 @@ static void usage(FILE *f)
 		"commands: create [--max-workers N] [--max-dp-ranks N] [--max-procs N]\n"
 		"                 [--index-nodes N] [--group NAME]\n"
 		"          destroy | header | workers | load | inflight | readers | streams\n"
-		"          affinity\n"
+		"          affinity | queue\n"
 		"          index [--worker URL]\n"
 		"          match --tokens 1,2,... [--block-size N] [--bigram] [--salt S] [--lora NAME]\n"
 		"          match --hashes h1,h2,...\n"
@@ -225,6 +229,7 @@ static int cmd_header(struct statebus_region *r, const struct syctl_opts *o)
 			{"affinity_locks", h.affinity_locks_off, h.affinity_locks_size},
 			{"health", h.health_off, h.health_size},
 			{"cursors", h.cursors_off, h.cursors_size},
+			{"queue", h.queue_off, h.queue_size},
 		};
 		for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 			json_t *e = json_object();
@@ -898,7 +903,7 @@ int main(int argc, char **argv)
 		{"load", cmd_load},	{"inflight", cmd_inflight}, {"readers", cmd_readers},
 		{"streams", cmd_streams},   {"affinity", syctl_cmd_affinity},
 		{"index", syctl_cmd_index}, {"match", syctl_cmd_match},
-		{"predict", syctl_cmd_predict},
+		{"predict", syctl_cmd_predict}, {"queue", syctl_cmd_queue},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(cmd, cmds[i].name) != 0)

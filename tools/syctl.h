@@ -39,4 +39,8 @@ int syctl_cmd_predict(struct statebus_region *r, const struct syctl_opts *o);
  * (syctl_affinity.c). */
 int syctl_cmd_affinity(struct statebus_region *r, const struct syctl_opts *o);
 
+/* syctl queue: the router queue's rows per router process (syctl_queue.c,
+ * which documents the JSON shape). */
+int syctl_cmd_queue(struct statebus_region *r, const struct syctl_opts *o);
+
 #endif

@@ -86,10 +86,14 @@ static enum pick_outcome attempt(struct bucket *const *order, struct pick_env *e
 			out->pd = b->pd;
 			out->bucket_id = b->id;
 			copy_worker(&out->worker, bp.worker.worker, env->now_ns);
+			out->worker.inflight_cap =
+				(b->pd ? &b->decode : &b->plain)->policy.admission.max_inflight_requests;
 			out->reason = bp.worker.reason;
 			out->policy = b->pd ? b->decode.policy.ops->name : b->plain.policy.ops->name;
 			if (b->pd) {
 				copy_worker(&out->prefill, bp.prefill.worker, env->now_ns);
+				out->prefill.inflight_cap =
+					b->prefill.policy.admission.max_inflight_requests;
 				out->prefill_reason = bp.prefill.reason;
 				out->prefill_policy = b->prefill.policy.ops->name;
 			}

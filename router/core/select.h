@@ -57,6 +57,9 @@ struct selected_worker {
 				     at cb_probe_ns: the attempt reports, or
 				     hands it back (statebus_breaker_release_probe) */
 	uint64_t cb_probe_ns;
+	int64_t inflight_cap;     /* its group's admission max_inflight_requests
+				     (router in-flight, all processes), -1 none:
+				     the dispatch guard re-checks it */
 	char id[STATEBUS_WORKER_ID_MAX]; /* worker ID = normalised URL: upstream
 					    address and x-switchyard-worker */
 };

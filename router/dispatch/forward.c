@@ -54,6 +54,7 @@
 #include "router/policies/policy.h"
 #include "router/dispatch/stall.h"
 #include "router/http/metrics.h"
+#include "router/http/queue_run.h"
 
 /* Largest upstream response head passed on (bytes, names + values). */
 #define RT_MAX_UPSTREAM_HEAD_BYTES 65536
@@ -83,6 +84,7 @@ static void guard_release(struct fwd *f)
 	f->guard_held = false;
 	if (rt_w.region)
 		statebus_inflight_release(rt_w.region, rt_w.proc_slot, f->guard_slot);
+	rt_queue_kick(); /* a request waiting here may go now */
 }
 
 static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
@@ -90,6 +92,13 @@ static void guard_acquire(struct fwd *f, uint32_t slot, uint64_t now_ns)
 	if (f->guard_held && f->guard_slot == slot)
 		return; /* already counted (rt_fwd_guard) */
 	guard_release(f);
+	if (f->ir->reserved && f->ir->reserved_slot == slot) {
+		/* the reservation taken with the selection (infer.c) */
+		f->ir->reserved = false;
+		f->guard_slot = slot;
+		f->guard_held = true;
+		return;
+	}
 	if (rt_w.region &&
 	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, slot, now_ns) == SY_OK) {
 		f->guard_slot = slot;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include "router/http/response.h"
 
@@ -58,4 +59,26 @@ bool rt_auth_refused(h2o_req_t *req, enum route route, const struct sy_config_ro
 		       "missing or wrong bearer token (Authorization: Bearer <%s>)",
 		       key == cfg->admin_api_key ? "admin key" : "API key");
 	return true;
+}
+
+size_t rt_auth_identity(h2o_req_t *req, char *out, size_t cap)
+{
+	ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+	h2o_iovec_t v = i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
+	if (v.len <= 7 || !h2o_lcstris(v.base, 7, H2O_STRLIT("bearer ")) || cap < 13) {
+		size_t n = cap > 9 ? 9 : cap - 1;
+		memcpy(out, "anonymous", n);
+		out[n] = '\0';
+		return n;
+	}
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)v.base + 7, v.len - 7, md);
+	static const char hex[] = "0123456789abcdef";
+	memcpy(out, "key-", 4);
+	for (int k = 0; k < 4; k++) {
+		out[4 + 2 * k] = hex[md[k] >> 4];
+		out[5 + 2 * k] = hex[md[k] & 15];
+	}
+	out[12] = '\0';
+	return 12;
 }

@@ -34,4 +34,10 @@ bool rt_auth_bearer_is(h2o_req_t *req, const char *key);
  * was refused (401 sent). */
 bool rt_auth_refused(h2o_req_t *req, enum route route, const struct sy_config_router *cfg);
 
+/* The identity of `req`'s bearer key for the queue's tenant (never the
+ * key): "key-" and the first 8 hex digits of its SHA-256, or "anonymous"
+ * without one. Writes a NUL-terminated name into out (cap ≥ 13 bytes);
+ * returns its length. */
+size_t rt_auth_identity(h2o_req_t *req, char *out, size_t cap);
+
 #endif

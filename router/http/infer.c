@@ -65,6 +65,9 @@ static void wait_end(struct infer_request *ir)
 static void infer_request_dispose(void *p)
 {
 	struct infer_request *ir = p;
+	rt_queue_leave(ir);
+	rt_queue_token_put(ir);
+	rt_infer_unreserve(ir);
 	wait_end(ir);
 	if (ir->pr.memo != NULL) {
 		prefix_memo_reset(&ir->memo);
@@ -253,20 +256,48 @@ void rt_infer_predict(const struct infer_request *ir, const struct selection *se
 				   statebus_predict_ring_pos(rt_w.region, rt_w.proc_slot), now_ns);
 }
 
-static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, uint64_t now_ns,
-			struct router_error *err)
+bool rt_infer_reserve(struct infer_request *ir, struct selection *sel, uint64_t now_ns,
+		      struct router_error *err)
+{
+	const struct selected_worker *w = &sel->worker;
+	if (rt_w.region == NULL || ir->reserved ||
+	    statebus_inflight_acquire(rt_w.region, rt_w.proc_slot, w->slot, now_ns) != SY_OK)
+		return true;
+	ir->reserved = true;
+	ir->reserved_slot = w->slot;
+	int64_t n = 0;
+	if (w->inflight_cap < 0 || statebus_inflight_sum(rt_w.region, w->slot, &n, NULL) != SY_OK ||
+	    n <= w->inflight_cap)
+		return true;
+	rt_infer_unreserve(ir);
+	if (sel->worker.cb_probe)
+		statebus_breaker_release_probe(rt_w.region, sel->worker.slot, sel->worker.generation,
+					       sel->worker.cb_probe_ns);
+	if (sel->prefill.cb_probe)
+		statebus_breaker_release_probe(rt_w.region, sel->prefill.slot,
+					       sel->prefill.generation, sel->prefill.cb_probe_ns);
+	router_error_clear(err);
+	router_error_add_rejection(err, w->id, "max_inflight_requests");
+	router_error_set(err, 503, "policy_selection_failed", -1,
+			 "every bucket was tried; 1 worker(s) rejected the request at their "
+			 "admission limits");
+	return false;
+}
+
+void rt_infer_unreserve(struct infer_request *ir)
+{
+	if (!ir->reserved)
+		return;
+	ir->reserved = false;
+	if (rt_w.region != NULL)
+		statebus_inflight_release(rt_w.region, rt_w.proc_slot, ir->reserved_slot);
+}
+
+int rt_infer_dispatch(struct router_gen *g, struct infer_request *ir, const struct selection *sel,
+		      uint64_t t_selected_ns)
 {
 	h2o_req_t *req = ir->req;
-	uint64_t t2 = ir->t_select_ns;
-	struct selection sel;
-	if (rc != 0 || rt_infer_select(g, ir, NULL, now_ns, &sel, err) != 0) {
-		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
-		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err->code);
-		return rt_send_error(req, ir->route, err);
-	}
-	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
-	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
-	rt_infer_predict(ir, &sel, t3);
+	rt_infer_predict(ir, sel, t_selected_ns);
 	if (ir->route == ROUTE_CHAT_COMPLETIONS)
 		rt_metrics_input_ids(rt_w.metrics, rt_w.index,
 				     ir->pr.forward_ids                           ? RT_INPUT_IDS_FORWARDED
@@ -274,10 +305,51 @@ static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, 
 										  : RT_INPUT_IDS_INELIGIBLE);
 	h2o_iovec_t body;
 	uint64_t room;
-	if (rt_infer_body(req, g, ir, &sel, &body, &room) != 0)
+	if (rt_infer_body(req, g, ir, sel, &body, &room) != 0)
 		return rt_send_errorf(req, ir->route, 500, "internal_error",
 				      "cannot add the PD bootstrap fields to the request");
-	return rt_forward_start(req, g, ir, &sel, body, room, t3);
+	return rt_forward_start(req, g, ir, sel, body, room, t_selected_ns);
+}
+
+/* After step one returned `rc` (err filled when not 0): the concurrency
+ * cap, the queue when others wait, the picks at `now_ns`, dispatch — or
+ * the queue when the picks ended in admission rejections. */
+static int infer_finish(struct infer_request *ir, struct router_gen *g, int rc, uint64_t now_ns,
+			struct router_error *err)
+{
+	h2o_req_t *req = ir->req;
+	uint64_t t2 = ir->t_select_ns;
+	struct selection sel;
+	if (rc == 0 && (rt_queue_busy() || !rt_queue_token_take(g, ir))) {
+		/* behind the requests already waiting, or at the concurrency cap */
+		if (rt_queue_wait(g, ir, NULL))
+			return 0;
+		if (!ir->qw.token && g->cfg.router.max_concurrent_requests >= 0) {
+			h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL,
+				       H2O_STRLIT("1"));
+			return rt_send_errorf(req, ir->route, 503, "service_overloaded",
+					      "the router's concurrency limit (%d requests) is "
+					      "reached and router.queue_size is 0",
+					      g->cfg.router.max_concurrent_requests);
+		}
+	}
+	if (rc != 0 || rt_infer_select(g, ir, NULL, now_ns, &sel, err) != 0) {
+		rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, sy_mono_ns() - t2);
+		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err->code);
+		if (rc == 0 && rt_queue_wait(g, ir, err))
+			return 0;
+		return rt_send_error(req, ir->route, err);
+	}
+	uint64_t t3 = sy_mono_ns(); /* also the dispatch stamp (forward.c) */
+	rt_metrics_phase(rt_w.metrics, rt_w.index, RT_PHASE_PICK, t3 - t2);
+	if (!rt_infer_reserve(ir, &sel, t3, err)) {
+		/* another process took the last place first */
+		rt_metrics_selection_failure(rt_w.metrics, rt_w.index, err->code);
+		if (rt_queue_wait(g, ir, err))
+			return 0;
+		return rt_send_error(req, ir->route, err);
+	}
+	return rt_infer_dispatch(g, ir, &sel, t3);
 }
 
 /* The last indexer reply came, or the deadline passed. */

@@ -19,7 +19,9 @@
  * request that ends while waiting (client gone) leaves no waiter behind:
  * the dispose callback stops its timer and cancels its memo. While it
  * waits it holds a reference to its generation and counts in
- * rt_w.active_requests. The opt-in retry (forward.c) selects again from the
+ * rt_w.active_requests; so does a request waiting in the router queue
+ * (queue_run.h), which may hold a concurrency token from selection to its
+ * end (returned by the dispose callback). The opt-in retry (forward.c) selects again from the
  * same prepared request and resolution.
  */
 #ifndef SY_ROUTER_HTTP_INFER_H
@@ -36,6 +38,7 @@
 #include "router/core/select.h"
 #include "router/http/prefix_wait.h"
 #include "router/http/rerank.h"
+#include "router/http/queue_run.h"
 
 /* One prepared inference request (request pool). */
 struct infer_request {
@@ -61,6 +64,11 @@ struct infer_request {
 	struct rt_rerank rerank;       /* ROUTE_RERANK: what wraps the engine's
 					  answer (http/rerank.h); rerank.rid is
 					  in the request pool */
+	struct rt_queue_wait qw;       /* the router queue (queue_run.h) */
+	bool reserved;                 /* holds the in-flight guard of reserved_slot,
+					  taken by rt_infer_reserve for the
+					  dispatch to adopt (forward.c) */
+	uint32_t reserved_slot;
 };
 
 /* Prepares `req`'s body for `route` under generation `g`: returns the
@@ -91,6 +99,26 @@ int rt_infer_select(struct router_gen *g, struct infer_request *ir,
  * request; never blocks (a full ring drops it, counted by the statebus).
  * DP rank 0: the engine balances its own ranks. */
 void rt_infer_predict(const struct infer_request *ir, const struct selection *sel, uint64_t now_ns);
+
+/* The dispatch guard as the reservation: takes the in-flight guard of
+ * sel->worker at `now_ns` and, when its group caps router in-flight
+ * requests (admission max_inflight_requests), checks the sum over every
+ * process again; over the cap (another process dispatched between this
+ * selection's check and now) the guard is given back and `err` is the
+ * admission rejection selection would have given (503
+ * policy_selection_failed naming the worker): returns false. The guard is
+ * adopted by the dispatch, or released when the request ends. */
+bool rt_infer_reserve(struct infer_request *ir, struct selection *sel, uint64_t now_ns,
+		      struct router_error *err);
+
+/* Gives back a reservation not adopted (idempotent). */
+void rt_infer_unreserve(struct infer_request *ir);
+
+/* Dispatches `ir` under `g` with selection `sel` made at `t_selected_ns`:
+ * predicted ownership, the body rewrite, rt_forward_start. Answers 500 when
+ * the body cannot be built. Returns 0. */
+int rt_infer_dispatch(struct router_gen *g, struct infer_request *ir, const struct selection *sel,
+		      uint64_t t_selected_ns);
 
 /* Builds the body forwarded for selection `sel` (body_rewrite.h: sampling
  * override, input ids, and for PD the prefill worker's bootstrap fields

@@ -42,6 +42,11 @@ struct rt_metrics_row {
 	struct rt_hist duration;
 	struct rt_hist ttft;
 	struct rt_hist phase[RT_PHASE_COUNT_];
+	/* The router queue (queue_run.h). */
+	uint64_t queue_out[RT_QUEUE_CLASSES][RT_QUEUE_OUTCOMES]; /* left the queue */
+	int64_t queue_depth[RT_QUEUE_CLASSES];                   /* gauge, ± adds */
+	int64_t queue_tenant[RT_METRICS_LABELS];                 /* gauge by label */
+	struct rt_hist queue_wait;                               /* enqueue → leave */
 };
 
 struct rt_label {

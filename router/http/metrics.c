@@ -8,6 +8,7 @@
  * See metrics.h for why this is not in the state-plane region.
  */
 #include "router/http/metrics.h"
+#include "statebus/include/statebus-queue.h"
 #include "router/http/metrics-int.h"
 
 #include <string.h>
@@ -289,6 +290,58 @@ void rt_metrics_input_ids(struct rt_metrics *m, unsigned row, enum rt_input_ids 
 		add(&r->input_ids[o], 1);
 }
 
+void rt_metrics_queue(struct rt_metrics *m, unsigned row, unsigned cls, unsigned outcome,
+		      uint64_t waited_ns, bool no_wait)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r || cls >= RT_QUEUE_CLASSES || outcome >= RT_QUEUE_OUTCOMES)
+		return;
+	add(&r->queue_out[cls][outcome], 1);
+	if (!no_wait)
+		hist_add(&r->queue_wait, edges_request, waited_ns);
+}
+
+unsigned rt_metrics_queue_tenant_label(struct rt_metrics *m, const char *tenant)
+{
+	if (m == NULL)
+		return RT_METRICS_LABELS - 1;
+	size_t len = strnlen(tenant, RT_METRICS_LABEL_MAX - 3);
+	unsigned tenants = 0;
+	for (unsigned i = 0; i < RT_METRICS_LABELS - 1; i++) {
+		const struct rt_label *l = &m->labels[i];
+		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != 2 || l->s[0] != 't' ||
+		    l->s[1] != ':')
+			continue;
+		if (memcmp(l->s + 2, tenant, len) == 0 && l->s[len + 2] == '\0')
+			return i;
+		tenants++;
+	}
+	if (tenants >= RT_QUEUE_TENANT_LABELS)
+		return RT_METRICS_LABELS - 1;
+	return intern_kind(m, 't', tenant, len);
+}
+
+void rt_metrics_queue_depth(struct rt_metrics *m, unsigned row, unsigned cls, unsigned label,
+			    int delta)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r || cls >= RT_QUEUE_CLASSES || label >= RT_METRICS_LABELS)
+		return;
+	add((uint64_t *)&r->queue_depth[cls], (uint64_t)(int64_t)delta);
+	add((uint64_t *)&r->queue_tenant[label], (uint64_t)(int64_t)delta);
+}
+
+void rt_metrics_queue_reset(struct rt_metrics *m, unsigned row)
+{
+	struct rt_metrics_row *r = row_of(m, row);
+	if (!r)
+		return;
+	for (unsigned c = 0; c < RT_QUEUE_CLASSES; c++)
+		__atomic_store_n(&r->queue_depth[c], 0, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++)
+		__atomic_store_n(&r->queue_tenant[i], 0, __ATOMIC_RELAXED);
+}
+
 void rt_metrics_cache(struct rt_metrics *m, unsigned row, const struct router_cache_totals *delta)
 {
 	struct rt_metrics_row *r = row_of(m, row);
@@ -532,6 +585,63 @@ unsigned rt_metrics_cache_signal(const struct statebus_region *region, uint32_t 
 	    w->kv_block_size > 0)
 		return RT_CACHE_SIGNAL_PREDICTED;
 	return RT_CACHE_SIGNAL_NO_KV_EVENTS;
+}
+
+/* The router queue's families. */
+static void render_queue(struct rt_buf *b, struct rt_metrics *m, struct statebus_region *region)
+{
+	static const char *const classes[RT_QUEUE_CLASSES] = {"system", "interactive", "default",
+							      "bulk"};
+	static const char *const outs[RT_QUEUE_OUTCOMES] = {"admitted", "timed_out", "cancelled",
+							    "rejected_full"};
+	rt_buf_puts(b, "# HELP switchyard_queue_depth Requests waiting in the router queue, by "
+		       "class.\n# TYPE switchyard_queue_depth gauge\n");
+	for (unsigned c = 0; c < RT_QUEUE_CLASSES; c++) {
+		int64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += (int64_t)get((const uint64_t *)&m->rows[p].queue_depth[c]);
+		rt_buf_printf(b, "switchyard_queue_depth{class=\"%s\"} %lld\n", classes[c],
+			      (long long)(v > 0 ? v : 0));
+	}
+	rt_buf_puts(b, "# HELP switchyard_queue_tenant_depth Requests waiting in the router "
+		       "queue, by tenant (at most 16 tenants, then \"other\").\n"
+		       "# TYPE switchyard_queue_tenant_depth gauge\n");
+	for (unsigned i = 0; i < RT_METRICS_LABELS; i++) {
+		bool other = i == RT_METRICS_LABELS - 1;
+		if (!other && (__atomic_load_n(&m->labels[i].state, __ATOMIC_ACQUIRE) != 2 ||
+			       m->labels[i].s[0] != 't' || m->labels[i].s[1] != ':'))
+			continue;
+		int64_t v = 0;
+		for (unsigned p = 0; p < m->procs; p++)
+			v += (int64_t)get((const uint64_t *)&m->rows[p].queue_tenant[i]);
+		if (other && v <= 0)
+			continue;
+		rt_buf_puts(b, "switchyard_queue_tenant_depth{tenant=\"");
+		label_esc(b, other ? "other" : m->labels[i].s + 2);
+		rt_buf_printf(b, "\"} %lld\n", (long long)(v > 0 ? v : 0));
+	}
+	rt_buf_puts(b, "# HELP switchyard_queue_requests_total Requests that left the router "
+		       "queue, by class and outcome.\n"
+		       "# TYPE switchyard_queue_requests_total counter\n");
+	for (unsigned c = 0; c < RT_QUEUE_CLASSES; c++)
+		for (unsigned o = 0; o < RT_QUEUE_OUTCOMES; o++) {
+			uint64_t v = 0;
+			for (unsigned p = 0; p < m->procs; p++)
+				v += get(&m->rows[p].queue_out[c][o]);
+			rt_buf_printf(b, "switchyard_queue_requests_total{class=\"%s\","
+					 "outcome=\"%s\"} %llu\n",
+				      classes[c], outs[o], (unsigned long long)v);
+		}
+	rt_buf_puts(b, "# HELP switchyard_queue_wait_seconds Time requests waited in the "
+		       "router queue.\n# TYPE switchyard_queue_wait_seconds histogram\n");
+	rt_metrics_hist_text(b, m, "switchyard_queue_wait_seconds", "",
+			     offsetof(struct rt_metrics_row, queue_wait), edges_request);
+	if (region != NULL)
+		rt_buf_printf(b, "# HELP switchyard_queue_running Requests counted against "
+				 "router.max_concurrent_requests (every router process of the "
+				 "host).\n# TYPE switchyard_queue_running gauge\n"
+				 "switchyard_queue_running %lld\n",
+			      (long long)statebus_queue_running_sum(region));
 }
 
 int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
@@ -855,6 +965,7 @@ int rt_metrics_render(struct rt_metrics *m, struct statebus_region *region,
 		      (unsigned long long)ids[RT_INPUT_IDS_FORWARDED],
 		      (unsigned long long)ids[RT_INPUT_IDS_DISABLED],
 		      (unsigned long long)ids[RT_INPUT_IDS_INELIGIBLE]);
+	render_queue(&b, m, region);
 	rt_buf_puts(&b, "# HELP switchyard_stream_outcome_total Streamed responses, by outcome.\n"
 			"# TYPE switchyard_stream_outcome_total counter\n");
 	for (unsigned o = 0; o < RT_STREAM_COUNT_; o++) {

@@ -21,6 +21,7 @@
 #ifndef SY_ROUTER_METRICS_H
 #define SY_ROUTER_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,25 @@ void rt_metrics_stream(struct rt_metrics *m, unsigned row, enum rt_stream_outcom
 void rt_metrics_retry(struct rt_metrics *m, unsigned row);
 /* A dead kept-alive upstream socket was replaced (upstream/client.h). */
 void rt_metrics_pool_replaced(struct rt_metrics *m, unsigned row);
+/* The router queue (queue_run.h): 4 classes (system, interactive,
+ * default, bulk), 4 outcomes (admitted, timed_out, cancelled,
+ * rejected_full: enum statebus_queue_outcome). Tenant labels are interned
+ * ("t:" kind), at most RT_QUEUE_TENANT_LABELS of them, then "other". */
+#define RT_QUEUE_CLASSES 4
+#define RT_QUEUE_OUTCOMES 4
+#define RT_QUEUE_TENANT_LABELS 16
+/* A request of class `cls` left the queue with `outcome` after `waited_ns`
+ * (not added to the wait histogram when `no_wait`: refused on arrival). */
+void rt_metrics_queue(struct rt_metrics *m, unsigned row, unsigned cls, unsigned outcome,
+		      uint64_t waited_ns, bool no_wait);
+/* The label index of `tenant` (interned, or the "other" index). */
+unsigned rt_metrics_queue_tenant_label(struct rt_metrics *m, const char *tenant);
+/* Queue depth gauges: class `cls` and tenant label `label` move by `delta`. */
+void rt_metrics_queue_depth(struct rt_metrics *m, unsigned row, unsigned cls, unsigned label,
+			    int delta);
+/* Zeroes row `row`'s queue depth gauges (a worker process starting in the
+ * row of one that ended: its waiting requests are gone). */
+void rt_metrics_queue_reset(struct rt_metrics *m, unsigned row);
 /* A client went away before its inference answer ended. */
 void rt_metrics_client_cancel(struct rt_metrics *m, unsigned row);
 void rt_metrics_sampling_rejection(struct rt_metrics *m, unsigned row, const char *param);

@@ -31,7 +31,9 @@
                                         circuit breakers);
                                      8: + rotation cursors table, header
                                         index mode word, worker LoRA
-                                        adapter list */
+                                        adapter list, queue table (router
+                                        queue wake counters, concurrency
+                                        tokens) */
 
 /* Magic at offset 0 of the region, "SYSTBUS1" little-endian. Written last by
  * the creator (release barrier), so a region with this magic is initialised. */
@@ -131,6 +133,7 @@ struct statebus_header_info {
 	                                                       buckets + per-worker lists */
 	uint64_t health_off, health_size;                 /* passive health / breakers */
 	uint64_t cursors_off, cursors_size;               /* rotation cursors */
+	uint64_t queue_off, queue_size;                   /* router queue rows */
 };
 
 /* Whether the statebus builds the radix index (statebus.index). */

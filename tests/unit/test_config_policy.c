@@ -405,6 +405,16 @@ static const struct probe probes[] = {
 	 "router: {chat_template_fallback: true, tokenizer: {kind: hf, path: /t}}\n"},
 	{"router.cb_cool_down_secs", "router: {cb_cool_down_secs: 60}\n", "router.cb_cool_down_secs",
 	 "router: {cb_cool_down_secs: 60, cb_threshold: 3}\n"},
+#define QUEUE_PROBE(k, v)                                                                 \
+	{"router." k, "router: {queue_size: 0, " k ": " v "}\n", "router." k,                  \
+	 "router: {queue_size: 10, " k ": " v "}\n"}
+	QUEUE_PROBE("queue_timeout_secs", "5"),
+	QUEUE_PROBE("queue_timeout_header", "x-deadline-ms"),
+	QUEUE_PROBE("priority_header", "x-priority"),
+	QUEUE_PROBE("tenant_header", "x-tenant"),
+	QUEUE_PROBE("tenant_max_priority", "interactive"),
+	QUEUE_PROBE("tenant_priorities", "['a=system']"),
+	QUEUE_PROBE("tenant_weights", "['a=3']"),
 	{"router.retry_initial_backoff_ms", "router: {retry_initial_backoff_ms: 100}\n",
 	 "router.retry_initial_backoff_ms", "router: {retry_initial_backoff_ms: 100, retry_once: true}\n"},
 	{"router.retry_max_backoff_ms", "router: {retry_max_backoff_ms: 100}\n",

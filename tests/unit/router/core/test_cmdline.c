@@ -118,12 +118,12 @@ static const struct row {
 	{"--log-format", "json", "", ACCEPT},
 	{"--log-json", "", "", ACCEPT},
 	{"--log-level", "info", "", ACCEPT},
-	{"--max-concurrent-requests", "64", "", REFUSE},
+	{"--max-concurrent-requests", "64", "", ACCEPT},
 	{"--max-concurrent-requests-per-worker", "5", "", ACCEPT},
 	{"--max-idle-secs", "5", "--policy sticky", ACCEPT},
 	{"--max-in-flight", "8", "--filter overloaded", ACCEPT},
 	{"--max-payload-size", "536870912", "--max-pending-body-bytes 1073741824", ACCEPT},
-	{"--max-queued-requests", "5", "", REFUSE},
+	{"--max-queued-requests", "5", "", ACCEPT},
 	{"--max-tree-size", "67108864", "", REFUSE},
 	{"--mcp-config-path", "x", "", REFUSE},
 	{"--mesh-advertise-host", "x", "", REFUSE},
@@ -173,14 +173,14 @@ static const struct row {
 	{"--pressure-abs-threshold-tokens", "5", "--policy cache_aware", ACCEPT},
 	{"--pressure-rel-threshold", "1.5", "--policy cache_aware", ACCEPT},
 	{"--priority-scheduler-config", "x", "", REFUSE},
-	{"--priority-scheduler-default-max-class", "default", "", REFUSE},
+	{"--priority-scheduler-default-max-class", "default", "", ACCEPT},
 	{"--priority-scheduler-enabled", "", "", REFUSE},
 	{"--priority-scheduler-tenant-metric-top-n", "5", "", REFUSE},
 	{"--prometheus-duration-buckets", "0.1 1 10", "", REFUSE},
 	{"--prometheus-host", "127.0.0.1", "", ACCEPT},
 	{"--prometheus-port", "29123", "", ACCEPT},
-	{"--queue-size", "100", "", REFUSE},
-	{"--queue-timeout-secs", "60", "", REFUSE},
+	{"--queue-size", "100", "", ACCEPT},
+	{"--queue-timeout-secs", "60", "", ACCEPT},
 	{"--rate-limit-tokens-per-second", "5", "", REFUSE},
 	{"--reasoning-parser", "x", "", REFUSE},
 	{"--redis-key-prefix", "p", "", REFUSE},
@@ -234,7 +234,7 @@ static const struct row {
 	{"--stream-idle-timeout-secs", "5", "", ACCEPT},
 	{"--stream-request-bodies-over", "5", "", REFUSE},
 	{"--tenant-api-key", "t:k", "", REFUSE},
-	{"--tenant-header-name", "x-smg-tenant-id", "", REFUSE},
+	{"--tenant-header-name", "x-smg-tenant-id", "", ACCEPT},
 	{"--tenant-rate-limit-config", "x", "", REFUSE},
 	{"--tenant-rate-limit-enabled", "", "", REFUSE},
 	{"--termination-grace-secs", "5", "", ACCEPT},
@@ -467,7 +467,7 @@ START_TEST(test_sglang_seconds_become_milliseconds_and_bare_flags_set_their_valu
 	char *a1[] = {"switchyard-router", "--health-check-interval-secs", "7",
 		      "--health-check-timeout-secs", "2", "--log-json", "--disable-circuit-breaker",
 		      "--cb-threshold", "3", "--max-payload-size", "1048576",
-		      "--max-concurrent-requests", "-1", "--retry-max-retries", "1", NULL};
+		      "--max-concurrent-requests", "64", "--retry-max-retries", "1", NULL};
 	/* --disable-circuit-breaker then --cb-threshold 3: the later flag wins */
 	ck_assert_msg(router_config_from_args(15, a1, &cfg, &cl, err, sizeof err) == SY_OK, "%s",
 		      err);
@@ -477,6 +477,7 @@ START_TEST(test_sglang_seconds_become_milliseconds_and_bare_flags_set_their_valu
 	ck_assert_int_eq(cfg.router.cb_threshold, 3);
 	ck_assert_uint_eq(cfg.router.max_body_bytes, 1048576);
 	ck_assert_int_eq(cfg.policy.admission.max_inflight_requests, -1);
+	ck_assert_int_eq(cfg.router.max_concurrent_requests, 64); /* router-wide, SMG's */
 	ck_assert_int_eq(cfg.router.retry_max_retries, 1);
 	sy_config_free(&cfg);
 	char *a2[] = {"switchyard-router", "--health-check-interval-secs", "0", NULL};

@@ -206,6 +206,44 @@ START_TEST(test_counters_are_summed_over_processes)
 }
 END_TEST
 
+/* Queue gauges move with enter/leave over processes, outcomes count per
+ * class, the wait histogram skips refusals, tenant labels stop at 16. */
+START_TEST(test_queue_families_and_bounded_tenant_labels)
+{
+	struct rt_metrics *m = rt_metrics_create(2, 4);
+	unsigned a = rt_metrics_queue_tenant_label(m, "alice");
+	ck_assert_uint_eq(rt_metrics_queue_tenant_label(m, "alice"), a);
+	rt_metrics_queue_depth(m, 0, 1, a, +1);
+	rt_metrics_queue_depth(m, 1, 1, a, +1);
+	rt_metrics_queue_depth(m, 1, 1, a, +1);
+	rt_metrics_queue_depth(m, 1, 1, a, -1);
+	rt_metrics_queue(m, 0, 1, 0, 2000000000ull, false);  /* admitted after 2 s */
+	rt_metrics_queue(m, 1, 3, 3, 0, true);               /* rejected_full */
+	char name[16];
+	unsigned last = a;
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		last = rt_metrics_queue_tenant_label(m, name);
+	}
+	ck_assert_uint_eq(last, RT_METRICS_LABELS - 1); /* past 16 tenants: other */
+	char *t = render(m, NULL);
+	ck_assert(value_of(t, "switchyard_queue_depth{class=\"interactive\"}") == 2);
+	ck_assert(value_of(t, "switchyard_queue_tenant_depth{tenant=\"alice\"}") == 2);
+	ck_assert(value_of(t, "switchyard_queue_requests_total{class=\"interactive\","
+			      "outcome=\"admitted\"}") == 1);
+	ck_assert(value_of(t, "switchyard_queue_requests_total{class=\"bulk\","
+			      "outcome=\"rejected_full\"}") == 1);
+	ck_assert(value_of(t, "switchyard_queue_wait_seconds_count") == 1);
+	ck_assert(value_of(t, "switchyard_queue_wait_seconds_sum") == 2);
+	ck_assert_ptr_null(strstr(t, "tenant=\"t19\""));
+	free(t);
+	rt_metrics_queue_reset(m, 1);
+	t = render(m, NULL);
+	ck_assert(value_of(t, "switchyard_queue_depth{class=\"interactive\"}") == 1);
+	free(t);
+}
+END_TEST
+
 START_TEST(test_cache_counters_are_summed_over_processes)
 {
 	struct rt_metrics *m = rt_metrics_create(2, 4);
@@ -523,6 +561,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_decisions_carry_their_stage);
 	tcase_add_test(tc, test_reference_section10_families);
 	tcase_add_test(tc, test_cache_counters_are_summed_over_processes);
+	tcase_add_test(tc, test_queue_families_and_bounded_tenant_labels);
 	tcase_add_test(tc, test_histogram_buckets_exact_and_cumulative);
 	tcase_add_test(tc, test_region_counters_and_worker_gauges);
 	tcase_add_test(tc, test_outcome_classes);
