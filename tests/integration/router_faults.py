@@ -255,7 +255,9 @@ def fault_stop(load, rows, b, shm):
     stalls = [t for t, _ in log_lines("router", "worker %s stalled" % re.escape(b["url"])) if t >= t_s - 0.002]
     check(stalls, "stop: no stall logged")
     t_learn = stalls[0]
-    check(t_learn - t_s <= STALL_S + 0.5, "stop: stall noticed after %.2f s" % (t_learn - t_s))
+    # the stall clock of a process starts at its first streamed dispatch to
+    # the engine after its last byte: up to ~1 s more at this rate
+    check(t_learn - t_s <= STALL_S + 2.0, "stop: stall noticed after %.2f s" % (t_learn - t_s))
     late = [r for r in recs if r["worker"] == b["url"] and t_learn + 0.1 < r["t_send"] < t_c]
     check(not late, "stop: %d requests sent to the stalled engine after the router knew (first at +%.0f ms)"
           % (len(late), (late[0]["t_send"] - t_learn) * 1000 if late else 0))
