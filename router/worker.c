@@ -254,14 +254,19 @@ static void stop_accepting(void)
  * HTTP/1 request from now on non-persistent (its answer says Connection:
  * close, so no client reuses the connection) and sends HTTP/2 GOAWAY;
  * idle HTTP/1 connections are closed after RT_DRAIN_IDLE_MS. /readyz
- * answers 503 draining on the connections still open. */
+ * answers 503 draining on the connections still open. The shutdown is
+ * requested before the queued connections are taken (stop_accepting):
+ * the other way round, a connection just taken from the queue, its
+ * request still unread, could be closed with the idle ones, and the
+ * kernel answers the client of a socket closed with unread data with a
+ * reset. */
 static void start_drain(void)
 {
 	rt_w.draining = true;
 	rt_w.drain_deadline_ns =
 		sy_mono_ns() + (uint64_t)rt_w.gen->cfg.router.shutdown_drain_secs * 1000000000u;
-	stop_accepting();
 	h2o_context_request_shutdown(&rt_w.hctx);
+	stop_accepting();
 	if (rt_w.hctx.http1.req_timeout.timeout > RT_DRAIN_IDLE_MS)
 		rt_w.hctx.http1.req_timeout.timeout = RT_DRAIN_IDLE_MS; /* applies to linked entries */
 }
