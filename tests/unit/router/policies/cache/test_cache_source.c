@@ -373,6 +373,15 @@ static void srv_stop(struct srv *s)
 }
 
 /* Looks source `src` up for the 8-token request in 1-token blocks. */
+/* Starts the fake indexer s answering (SRV_ANSWER) and the remote cache
+ * source src (memo key 1) on it: 2000 ms timeout, at most 4 in flight;
+ * asserts success. */
+static void remote_start(struct srv *s, struct cache_source *src)
+{
+	srv_start(s, SRV_ANSWER);
+	ck_assert_int_eq(cache_source_init_indexer(src, 1, s->ep, 2000, 4), SY_OK);
+}
+
 static const struct prefix_memo_entry *remote_lookup(struct prefix_memo *m, struct cache_source *src,
 						     struct pick_request *req)
 {
@@ -392,9 +401,8 @@ START_TEST(test_remote_source_answers_per_url_depths_from_a_real_server)
 	hold_rank(m.ids, a, 0, 2);
 	hold_rank(m.ids, a, 1, 6);
 	struct srv s;
-	srv_start(&s, SRV_ANSWER);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	remote_start(&s, &src);
 	const struct prefix_memo_entry *e = remote_lookup(&m, &src, &req);
 	ck_assert_int_eq(e->status, PREFIX_FOUND);
 	ck_assert_uint_eq(e->n_depths, 1);
@@ -424,9 +432,8 @@ START_TEST(test_remote_source_carries_predicted_depth_and_old_askers_keep_three_
 						sy_mono_ns() - 500 * UINT64_C(1000000)),
 			 SY_OK);
 	struct srv s;
-	srv_start(&s, SRV_ANSWER);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	remote_start(&s, &src);
 	const struct prefix_memo_entry *e = remote_lookup(&m, &src, &req);
 	ck_assert_int_eq(e->status, PREFIX_FOUND);
 	ck_assert_uint_eq(e->n_depths, 1);
@@ -533,9 +540,8 @@ START_TEST(test_scenario15_one_remote_query_serves_three_picks)
 	hold_rank(m.ids, b, 0, 6);
 	rfx_inflight(&fx, a, 1);
 	struct srv s;
-	srv_start(&s, SRV_ANSWER);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	remote_start(&s, &src);
 	ck_assert_int_eq(remote_lookup(&m, &src, &req)->status, PREFIX_FOUND);
 
 	struct admission_limits lim;
