@@ -26,21 +26,14 @@ import http.client
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ROUTER = os.path.join(ROOT, "build/router/switchyard-router")
-MOCK = os.path.join(ROOT, "build/tools/mock-engine/switchyard-mock-engine")
-
-
-def env(name, dflt):
-    return type(dflt)(os.environ.get(name, dflt))
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from benchlib import MOCK, ROUTER, env, free_port, pct, wait_ok  # noqa: E402
 
 ENGINES = env("ENGINES", 2)
 MAX_RUNNING = env("MAX_RUNNING", 4)
@@ -55,25 +48,9 @@ T = tempfile.mkdtemp(prefix="sy-overload.")
 procs = []
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_ok(port, path):
-    for _ in range(300):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            c.request("GET", path)
-            if c.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    sys.exit("port %d never answered %s" % (port, path))
+def wait_ready(port, path):
+    if not wait_ok(port, path):
+        sys.exit("port %d never answered %s" % (port, path))
 
 
 def one(port, prio, out, lock):
@@ -103,11 +80,6 @@ def one(port, prio, out, lock):
         out.append((prio, st, ttft, time.monotonic()))
 
 
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p * len(v)))] if v else float("nan")
-
-
 def run(name, flags, engines):
     port = free_port()
     shm = "/dev/shm/sy-bench-overload-%d" % os.getpid()
@@ -116,7 +88,7 @@ def run(name, flags, engines):
                          + ["http://127.0.0.1:%d" % e for e in engines] + flags,
                          stdout=open(os.path.join(T, name + ".log"), "a"),
                          stderr=subprocess.STDOUT)
-    wait_ok(port, "/readyz")
+    wait_ready(port, "/readyz")
     rng = random.Random(7)
     out, lock, ts = [], threading.Lock(), []
     t0 = time.monotonic()
@@ -153,7 +125,7 @@ def main():
                                        str(MAX_RUNNING), "--decode-us-per-token", str(DECODE_US)],
                                       stdout=open(os.path.join(T, "mock%d.log" % k), "a"),
                                       stderr=subprocess.STDOUT))
-        wait_ok(p, "/health")
+        wait_ready(p, "/health")
         engines.append(p)
     cap = ENGINES * MAX_RUNNING / (MAX_TOKENS * DECODE_US / 1e6)
     print("%d engines × %d running, %d tokens × %d µs: capacity ≈ %.0f req/s; arrivals %.0f "

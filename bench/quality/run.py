@@ -61,19 +61,11 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.path.join(ROOT, "build")
-ROUTER = os.path.join(BUILD, "router/switchyard-router")
-STATEBUS = os.path.join(BUILD, "statebus/daemon/switchyard-statebus")
-MOCK = os.path.join(BUILD, "tools/mock-engine/switchyard-mock-engine")
-SYCTL = os.path.join(BUILD, "tools/syctl")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from benchlib import MOCK, ROOT, ROUTER, STATEBUS, SYCTL, env, free_port  # noqa: E402
+
 FLEET = os.path.join(ROOT, "tools/mock-fleet")
 RESULTS = os.path.join(ROOT, "bench/results")
-
-
-def env(name, dflt):
-    return type(dflt)(os.environ.get(name, dflt))
-
 
 ENGINES = env("ENGINES", 8)
 ENGINE = os.environ.get("ENGINE", "sglang")
@@ -106,14 +98,6 @@ procs = []
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def hreq(port, method, path, body=None, headers=None, timeout=60):

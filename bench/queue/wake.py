@@ -20,7 +20,6 @@ upper bound of the router's share.
 import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,20 +28,15 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from benchlib import free_port, pct, wait_ok  # noqa: E402
+
 ROUTER = sys.argv[1]
 PROCS = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 60
 HOLD_MS = 50
 arrivals, ends = {}, {}
 lock = threading.Lock()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Engine(BaseHTTPRequestHandler):
@@ -105,15 +99,7 @@ def main():
                           "--max-inflight-requests", "1", "--log-level", "warn"],
                          stdout=log, stderr=log)
     try:
-        for _ in range(200):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", rp, timeout=1)
-                c.request("GET", "/readyz")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
+        wait_ok(rp, "/readyz", tries=200)
         gaps, statuses = [], []
         for i in range(ROUNDS):
             a, b = "a%d" % i, "b%d" % i
@@ -129,7 +115,7 @@ def main():
                     gaps.append((arrivals[b] - ends[a]) / 1e6)
         bad = [s for s in statuses if s != 200]
         gaps.sort()
-        q = lambda p: gaps[min(len(gaps) - 1, int(p * len(gaps)))]
+        q = lambda p: pct(gaps, p)
         print("processes %d, %d pairs (%d non-200): wake gap ms p50 %.2f p90 %.2f p99 %.2f "
               "max %.2f mean %.2f" % (PROCS, len(gaps), len(bad), q(0.5), q(0.9), q(0.99),
                                       gaps[-1], statistics.mean(gaps)))

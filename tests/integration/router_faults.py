@@ -31,7 +31,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -144,16 +143,12 @@ def inflight(shm):
 
 # ---- load ---------------------------------------------------------------------
 
-class Load:
+class Load(sytest.PacedLoad):
     """20 req/s, alternating streamed and plain, each on its own connection."""
 
     def __init__(self, port, rate=20, max_tokens=8):
-        self.port, self.rate, self.max_tokens = port, rate, max_tokens
-        self.done = []
-        self.lock = threading.Lock()
-        self.running = False
-        self.n = 0
-        self.threads = []
+        super().__init__(rate)
+        self.port, self.max_tokens = port, max_tokens
 
     def one(self, i):
         stream = i % 2 == 0
@@ -176,31 +171,6 @@ class Load:
         rec["t_end"] = time.time()
         with self.lock:
             self.done.append(rec)
-
-    def run(self):
-        nxt = time.time()
-        while self.running:
-            t = threading.Thread(target=self.one, args=(self.n,), daemon=True)
-            self.n += 1
-            t.start()
-            self.threads.append(t)
-            nxt += 1.0 / self.rate
-            time.sleep(max(0, nxt - time.time()))
-
-    def start(self):
-        self.running = True
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.running = False
-        self.thread.join()
-        for t in self.threads:
-            t.join(25)
-        check(all(not t.is_alive() for t in self.threads), "load: requests still running after 25 s")
-
-    def window(self, t0, t1):
-        return [r for r in self.done if t0 <= r["t_send"] < t1]
 
 
 def figures(rows, name, recs, recovery):

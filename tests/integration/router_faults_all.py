@@ -62,7 +62,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -91,8 +90,6 @@ procs = []
 fleets = {}
 stopped = []
 rng = random.Random(11)
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray").split()
 
 
 def log(msg):
@@ -106,11 +103,7 @@ def show_logs():
 
 
 def cleanup():
-    for pid in stopped:
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except OSError:
-            pass
+    sytest.resume_pids(stopped)
     sytest.stop_procs(procs)
     for d in fleets.values():
         subprocess.run([FLEET, "stop", "--dir", d], capture_output=True, timeout=30)
@@ -133,10 +126,7 @@ def start_fleet(name, *args):
 
 
 def prefix(k):
-    out = ["prefix-%d" % k]
-    while sum(len(w) + 1 for w in out) < PREFIX_CHARS:
-        out.append(rng.choice(WORDS))
-    return " ".join(out)
+    return sytest.prefix_text(rng, k, PREFIX_CHARS)
 
 
 def wall(ts):
@@ -188,19 +178,15 @@ def inflight():
 
 # ---- load ---------------------------------------------------------------------
 
-class Load:
+class Load(sytest.PacedLoad):
     """RATE requests/s in a fixed rotation (module doc), each on its own
     connection. A record: i, id, kind, stream, session, t_send, t_end,
     status (0: no HTTP answer), worker / prefill (decision headers), reason,
     ok, err, cached / prompt tokens (long requests)."""
 
     def __init__(self, port, prompts):
+        super().__init__(RATE)
         self.port, self.prompts = port, prompts
-        self.done = []
-        self.lock = threading.Lock()
-        self.running = False
-        self.n = 0
-        self.threads = []
 
     def body(self, i):
         kind = ("long", "short", "long", "pd")[i % 4]
@@ -266,33 +252,6 @@ class Load:
         with self.lock:
             self.done.append(rec)
 
-    def run(self):
-        nxt = time.time()
-        while self.running:
-            t = threading.Thread(target=self.one, args=(self.n,), daemon=True)
-            self.n += 1
-            t.start()
-            self.threads.append(t)
-            nxt += 1.0 / RATE
-            time.sleep(max(0, nxt - time.time()))
-
-    def start(self):
-        self.running = True
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.running = False
-        self.thread.join()
-        for t in self.threads:
-            t.join(25)
-        check(all(not t.is_alive() for t in self.threads), "load: requests still running after 25 s")
-        self.threads = []
-
-    def window(self, t0, t1):
-        with self.lock:
-            return [r for r in self.done if t0 <= r["t_send"] < t1]
-
 
 def hit_ratio(recs):
     """Engine-side prefix-cache hit ratio (%) of the shared-prompt requests."""
@@ -325,15 +284,7 @@ def start_statebus(cfg):
                           "--control-endpoint", "ipc://%s.ctl" % SHM],
                          stdout=open(os.path.join(T, "statebus.log"), "a"), stderr=subprocess.STDOUT)
     procs.append(p)
-
-    def live():
-        r = subprocess.run([SYCTL, "--shm", SHM, "--json", "header"], capture_output=True,
-                           text=True, timeout=10)
-        if r.returncode != 0:
-            return False
-        st = json.loads(r.stdout)["statebus"]
-        return st.get("pid") == p.pid and st.get("live")
-    wait_for("statebus %d live" % p.pid, live, timeout=15)
+    sytest.wait_statebus_live(SYCTL, SHM, p)
     return p
 
 

@@ -40,7 +40,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sytest  # noqa: E402
-from sytest import check, fail, free_port, request  # noqa: E402
+from sytest import check, free_port, request  # noqa: E402
 
 ROUTER, MOCK, SYCTL = sys.argv[1:4]
 T = tempfile.mkdtemp(prefix="sy-rq.")
@@ -84,15 +84,7 @@ def router(name, engines, *flags, model_id=True):
                          stdout=open(os.path.join(T, name + ".log"), "a"),
                          stderr=subprocess.STDOUT)
     procs.append(p)
-
-    def ready():
-        if p.poll() is not None:
-            fail("router %s exited" % name)
-        try:
-            return request(port, "GET", "/readyz", timeout=2)[0] == 200
-        except OSError:
-            return False
-    sytest.wait_for("router %s ready" % name, ready, timeout=20)
+    sytest.wait_router_ready(p, port, name, timeout=20)
     return p, port, shm
 
 

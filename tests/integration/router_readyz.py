@@ -63,11 +63,7 @@ def show_logs():
 
 
 def cleanup():
-    for pid in stopped:
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except OSError:
-            pass
+    sytest.resume_pids(stopped)
     sytest.stop_procs(procs)
     for d in (fleet_dir, plain_dir):
         subprocess.run([FLEET, "stop", "--dir", d], capture_output=True)

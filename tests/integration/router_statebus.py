@@ -22,7 +22,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -88,36 +87,11 @@ def chat(port, max_tokens=1, content="x"):
                     "messages": [{"role": "user", "content": content}]})
 
 
-class LongStream(threading.Thread):
+def LongStream(port, max_tokens, path="/v1/chat/completions"):
     """A streamed completion held open until close() (the mock frees the
     running slot of a stream whose client goes away at once)."""
-
-    def __init__(self, port, max_tokens, path="/v1/chat/completions"):
-        super().__init__(daemon=True)
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        body = json.dumps({"model": "m1", "stream": True, "max_tokens": max_tokens,
-                           "messages": [{"role": "user", "content": "long"}]}).encode()
-        self.sock.sendall(b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-                          b"content-length: %d\r\n\r\n" % (path.encode(), len(body)) + body)
-        self.data = b""
-        self.start()
-
-    def run(self):
-        try:
-            while True:
-                b = self.sock.recv(65536)
-                if not b:
-                    break
-                self.data += b
-        except OSError:
-            pass
-
-    def close(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
+    return sytest.HeldStream(port, {"model": "m1", "stream": True, "max_tokens": max_tokens,
+                                    "messages": [{"role": "user", "content": "long"}]}, path)
 
 
 def start_statebus():

@@ -36,7 +36,6 @@ Everything started here is stopped on exit.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -101,32 +100,10 @@ class Mock:
         return json.loads(request(self.port, "GET", "/mock/stats")[2])
 
 
-class Stream(threading.Thread):
+def Stream(port, model, max_tokens):
     """A streamed completion straight to an engine, held open until close()."""
-
-    def __init__(self, port, model, max_tokens):
-        super().__init__(daemon=True)
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        body = json.dumps({"model": model, "stream": True, "max_tokens": max_tokens,
-                           "messages": [{"role": "user", "content": "hold"}]}).encode()
-        self.sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
-                          b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
-                          % len(body) + body)
-        self.start()
-
-    def run(self):
-        try:
-            while self.sock.recv(65536):
-                pass
-        except OSError:
-            pass
-
-    def close(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
+    return sytest.HeldStream(port, {"model": model, "stream": True, "max_tokens": max_tokens,
+                                    "messages": [{"role": "user", "content": "hold"}]})
 
 
 def post(port, path, body, timeout=30):

@@ -52,9 +52,6 @@ procs = []
 fleet_dir = os.path.join(T, "fleet")
 rng = random.Random(11)
 
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray").split()
-
 
 def log(msg):
     print(msg, flush=True)
@@ -78,10 +75,7 @@ def syctl(*args):
 
 
 def prefix(k):
-    out = ["prefix-%d" % k]
-    while sum(len(w) + 1 for w in out) < PREFIX_CHARS:
-        out.append(rng.choice(WORDS))
-    return " ".join(out)
+    return sytest.prefix_text(rng, k, PREFIX_CHARS)
 
 
 def start_statebus(urls):
@@ -91,14 +85,7 @@ def start_statebus(urls):
                          stdout=open(os.path.join(T, "statebus.log"), "a"),
                          stderr=subprocess.STDOUT)
     procs.append(p)
-    def live():
-        r = subprocess.run([SYCTL, "--shm", SHM, "--json", "header"], capture_output=True,
-                           text=True, timeout=10)
-        if r.returncode != 0:
-            return False
-        st = json.loads(r.stdout)["statebus"]
-        return st.get("pid") == p.pid and st.get("live")
-    wait_for("statebus %d live" % p.pid, live, timeout=15)
+    sytest.wait_statebus_live(SYCTL, SHM, p)
     return p
 
 

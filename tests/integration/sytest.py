@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 _on_fail = []
@@ -138,7 +139,12 @@ def start_router(router, d, name, port, config, procs, timeout=10.0):
     p = subprocess.Popen([router, "--config", cfg], stdout=open(os.path.join(d, name + ".log"), "a"),
                          stderr=subprocess.STDOUT)
     procs.append(p)
+    wait_router_ready(p, port, name, timeout=timeout)
 
+
+def wait_router_ready(p, port, name, timeout=10.0):
+    """Waits until GET /readyz on 127.0.0.1:port answers 200; the router
+    process p (a Popen) exiting first fails the test as "router NAME exited"."""
     def ready():
         if p.poll() is not None:
             fail("router %s exited" % name)
@@ -147,6 +153,44 @@ def start_router(router, d, name, port, config, procs, timeout=10.0):
         except OSError:
             return False
     wait_for("router %s ready" % name, ready, timeout=timeout)
+
+
+def wait_statebus_live(syctl, shm, p, timeout=15):
+    """Waits until the region shm's header (`syctl header`) names the
+    statebus process p (a Popen) as its live statebus."""
+    def live():
+        r = subprocess.run([syctl, "--shm", shm, "--json", "header"], capture_output=True,
+                           text=True, timeout=10)
+        if r.returncode != 0:
+            return False
+        st = json.loads(r.stdout)["statebus"]
+        return st.get("pid") == p.pid and st.get("live")
+    wait_for("statebus %d live" % p.pid, live, timeout=timeout)
+
+
+# Words of the generated prompts (prefix_text).
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray").split()
+
+
+def prefix_text(rng, k, chars):
+    """A prompt prefix of at least `chars` characters: "prefix-K" and words
+    of WORDS drawn from the random.Random rng, space-separated."""
+    out = ["prefix-%d" % k]
+    while sum(len(w) + 1 for w in out) < chars:
+        out.append(rng.choice(WORDS))
+    return " ".join(out)
+
+
+def resume_pids(pids):
+    """SIGCONT to each of pids (processes a test stopped with SIGSTOP and
+    left stopped), so that a later SIGTERM can end them; a pid gone already
+    is passed over."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
 
 
 def kill_procs(procs):
@@ -181,6 +225,83 @@ def run_main(main, cleanup):
     finally:
         cleanup(ok)
     return ok
+
+
+class PacedLoad:
+    """Open-loop load: `rate` calls per second of self.one(i) (i = 0, 1, ...),
+    each on its own daemon thread, from start() until stop(). A subclass
+    defines one(i), which appends its record (a dict with "t_send", the wall
+    time it sent) to self.done under self.lock."""
+
+    def __init__(self, rate):
+        self.rate = rate
+        self.done = []
+        self.lock = threading.Lock()
+        self.running = False
+        self.n = 0
+        self.threads = []
+
+    def run(self):
+        nxt = time.time()
+        while self.running:
+            t = threading.Thread(target=self.one, args=(self.n,), daemon=True)
+            self.n += 1
+            t.start()
+            self.threads.append(t)
+            nxt += 1.0 / self.rate
+            time.sleep(max(0, nxt - time.time()))
+
+    def start(self):
+        self.running = True
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        """Stops sending and waits up to 25 s for each request under way
+        (one still running then fails the test)."""
+        self.running = False
+        self.thread.join()
+        for t in self.threads:
+            t.join(25)
+        check(all(not t.is_alive() for t in self.threads), "load: requests still running after 25 s")
+        self.threads = []
+
+    def window(self, t0, t1):
+        """The records sent in [t0, t1) (wall time)."""
+        with self.lock:
+            return [r for r in self.done if t0 <= r["t_send"] < t1]
+
+
+class HeldStream(threading.Thread):
+    """One streamed request (body, a dict sent as JSON) to 127.0.0.1:port on
+    its own connection, held open until close(); what it receives builds up
+    in self.data (bytes)."""
+
+    def __init__(self, port, body, path="/v1/chat/completions"):
+        super().__init__(daemon=True)
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        data = json.dumps(body).encode()
+        self.sock.sendall(b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                          b"content-length: %d\r\n\r\n" % (path.encode(), len(data)) + data)
+        self.data = b""
+        self.start()
+
+    def run(self):
+        try:
+            while True:
+                b = self.sock.recv(65536)
+                if not b:
+                    break
+                self.data += b
+        except OSError:
+            pass
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
 
 
 def fleet_one(fleet, mock, d, *mock_args):
@@ -255,7 +376,6 @@ class KvEngine:
     user of this module)."""
 
     def __init__(self, block_size=4, kv=True, **info):
-        import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         import zmq
         self.http_port = free_port()

@@ -43,6 +43,28 @@ static inline struct statebus_region *sbt_create_small(char *path, size_t cap)
 	return sbt_create(sbt_path(path, cap), &p);
 }
 
+/* Creates a small region (sbt_create_small) and claims a router process
+ * slot in it (its index in *slot), asserting success. */
+static inline struct statebus_region *sbt_create_small_router(char *path, size_t cap,
+							       uint32_t *slot)
+{
+	struct statebus_region *r = sbt_create_small(path, cap);
+	ck_assert_int_eq(statebus_proc_claim(r, STATEBUS_PROC_ROUTER, slot), SY_OK);
+	return r;
+}
+
+/* In a forked child: attaches to the existing region at path and claims a
+ * router process slot (its index in *slot) → the child's handle; when
+ * either fails the child ends with _exit(1). */
+static inline struct statebus_region *sbt_child_attach_router(const char *path, uint32_t *slot)
+{
+	struct statebus_region *r = NULL;
+	if (statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &r, NULL, 0) != SY_OK ||
+	    statebus_proc_claim(r, STATEBUS_PROC_ROUTER, slot) != SY_OK)
+		_exit(1);
+	return r;
+}
+
 /* Closes the test's handle r and removes the region file at path. */
 static inline void sbt_destroy(struct statebus_region *r, const char *path)
 {

@@ -11,16 +11,12 @@
 START_TEST(test_rows_of_two_processes_sum_per_worker)
 {
 	char path[64];
-	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
-	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	struct statebus_region *a = sbt_create_small_router(path, sizeof(path), &pa);
 	pid_t pid = fork();
 	if (pid == 0) {
-		struct statebus_region *b = NULL;
 		uint32_t pb;
-		if (statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &b, NULL, 0) != SY_OK ||
-		    statebus_proc_claim(b, STATEBUS_PROC_ROUTER, &pb) != SY_OK)
-			_exit(1);
+		struct statebus_region *b = sbt_child_attach_router(path, &pb);
 		for (int i = 0; i < 1000; i++)
 			statebus_inflight_acquire(b, pb, 2, 77);
 		for (int i = 0; i < 400; i++)
@@ -84,9 +80,8 @@ END_TEST
 START_TEST(test_release_without_acquire_is_erange_and_stays_zero)
 {
 	char path[64];
-	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
-	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	struct statebus_region *a = sbt_create_small_router(path, sizeof(path), &pa);
 	ck_assert_int_eq(statebus_inflight_release(a, pa, 1), SY_ERANGE);
 	int64_t n;
 	statebus_inflight_sum(a, 1, &n, NULL);

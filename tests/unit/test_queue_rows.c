@@ -13,9 +13,8 @@
 START_TEST(test_release_and_token_return_move_the_wake_sum)
 {
 	char path[64];
-	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
-	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	struct statebus_region *a = sbt_create_small_router(path, sizeof(path), &pa);
 	uint64_t w0 = statebus_queue_wakes(a);
 	ck_assert_int_eq(statebus_inflight_acquire(a, pa, 1, 1), SY_OK);
 	ck_assert_uint_eq(statebus_queue_wakes(a), w0); /* an acquire frees nothing */
@@ -40,18 +39,14 @@ END_TEST
 START_TEST(test_cap_holds_over_two_processes_and_dies_with_its_holder)
 {
 	char path[64];
-	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
-	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	struct statebus_region *a = sbt_create_small_router(path, sizeof(path), &pa);
 	int fds[2];
 	ck_assert_int_eq(pipe(fds), 0);
 	pid_t pid = fork();
 	if (pid == 0) {
-		struct statebus_region *b = NULL;
 		uint32_t pb;
-		if (statebus_region_open(path, NULL, STATEBUS_ATTACH_ONLY, &b, NULL, 0) != SY_OK ||
-		    statebus_proc_claim(b, STATEBUS_PROC_ROUTER, &pb) != SY_OK)
-			_exit(1);
+		struct statebus_region *b = sbt_child_attach_router(path, &pb);
 		int got = 0;
 		for (int i = 0; i < 50; i++)
 			if (statebus_queue_running_take(b, pb, 30) == SY_OK)
@@ -87,9 +82,8 @@ END_TEST
 START_TEST(test_depths_sum_over_processes_and_clear_on_release)
 {
 	char path[64];
-	struct statebus_region *a = sbt_create_small(path, sizeof(path));
 	uint32_t pa;
-	ck_assert_int_eq(statebus_proc_claim(a, STATEBUS_PROC_ROUTER, &pa), SY_OK);
+	struct statebus_region *a = sbt_create_small_router(path, sizeof(path), &pa);
 	ck_assert_int_eq(statebus_queue_set_depth(a, pa, STATEBUS_QCLASS_BULK, 7), SY_OK);
 	ck_assert_int_eq(statebus_queue_set_depth(a, pa, STATEBUS_QCLASS_SYSTEM, 2), SY_OK);
 	ck_assert_int_eq(statebus_queue_set_depth(a, pa, 4, 1), SY_EINVAL);

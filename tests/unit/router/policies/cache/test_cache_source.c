@@ -182,12 +182,20 @@ static struct pick_request req_of(struct prefix_memo *m, const uint32_t *t, size
 	return r;
 }
 
+/* Initialises m and chains it over toks8 (block size 1) → the request
+ * that names m. */
+static struct pick_request memo_of_toks8(struct prefix_memo *m)
+{
+	prefix_memo_init(m, NULL);
+	struct pick_request r = req_of(m, toks8, 8);
+	ck_assert_int_eq(prefix_memo_chain(m, &r, 1, false), PREFIX_FOUND);
+	return r;
+}
+
 START_TEST(test_local_source_max_over_ranks_capped_and_generation_checked)
 {
 	struct prefix_memo m;
-	prefix_memo_init(&m, NULL);
-	struct pick_request req = req_of(&m, toks8, 8);
-	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	struct pick_request req = memo_of_toks8(&m);
 	uint32_t a = kv_worker("http://a", 1, 2);
 	hold_rank(m.ids, a, 0, 3);
 	hold_rank(m.ids, a, 1, 5);
@@ -213,9 +221,7 @@ START_TEST(test_local_source_counts_own_pending_predictions_until_applied)
 {
 	prefix_pending_clear();
 	struct prefix_memo m;
-	prefix_memo_init(&m, NULL);
-	struct pick_request req = req_of(&m, toks8, 8);
-	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	struct pick_request req = memo_of_toks8(&m);
 	uint32_t a = kv_worker("http://a", 1, 1);
 	uint32_t b = kv_worker("http://b", 1, 1);
 	hold_rank(m.ids, b, 0, 3);
@@ -367,6 +373,15 @@ static void srv_stop(struct srv *s)
 }
 
 /* Looks source `src` up for the 8-token request in 1-token blocks. */
+/* Starts the fake indexer s answering (SRV_ANSWER) and the remote cache
+ * source src (memo key 1) on it: 2000 ms timeout, at most 4 in flight;
+ * asserts success. */
+static void remote_start(struct srv *s, struct cache_source *src)
+{
+	srv_start(s, SRV_ANSWER);
+	ck_assert_int_eq(cache_source_init_indexer(src, 1, s->ep, 2000, 4), SY_OK);
+}
+
 static const struct prefix_memo_entry *remote_lookup(struct prefix_memo *m, struct cache_source *src,
 						     struct pick_request *req)
 {
@@ -382,15 +397,12 @@ START_TEST(test_remote_source_answers_per_url_depths_from_a_real_server)
 {
 	uint32_t a = kv_worker("http://a", 1, 2);
 	struct prefix_memo m;
-	prefix_memo_init(&m, NULL);
-	struct pick_request req = req_of(&m, toks8, 8);
-	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	struct pick_request req = memo_of_toks8(&m);
 	hold_rank(m.ids, a, 0, 2);
 	hold_rank(m.ids, a, 1, 6);
 	struct srv s;
-	srv_start(&s, SRV_ANSWER);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	remote_start(&s, &src);
 	const struct prefix_memo_entry *e = remote_lookup(&m, &src, &req);
 	ck_assert_int_eq(e->status, PREFIX_FOUND);
 	ck_assert_uint_eq(e->n_depths, 1);
@@ -412,9 +424,7 @@ START_TEST(test_remote_source_carries_predicted_depth_and_old_askers_keep_three_
 {
 	uint32_t a = kv_worker("http://a", 1, 1);
 	struct prefix_memo m;
-	prefix_memo_init(&m, NULL);
-	struct pick_request req = req_of(&m, toks8, 8);
-	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	struct pick_request req = memo_of_toks8(&m);
 	hold_rank(m.ids, a, 0, 2);
 	ck_assert_int_eq(statebus_predict_set_worker(fx.r, a, STATEBUS_CACHE_SIGNAL_EVENTS, 0),
 			 SY_OK);
@@ -422,9 +432,8 @@ START_TEST(test_remote_source_carries_predicted_depth_and_old_askers_keep_three_
 						sy_mono_ns() - 500 * UINT64_C(1000000)),
 			 SY_OK);
 	struct srv s;
-	srv_start(&s, SRV_ANSWER);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	remote_start(&s, &src);
 	const struct prefix_memo_entry *e = remote_lookup(&m, &src, &req);
 	ck_assert_int_eq(e->status, PREFIX_FOUND);
 	ck_assert_uint_eq(e->n_depths, 1);
@@ -526,16 +535,13 @@ START_TEST(test_scenario15_one_remote_query_serves_three_picks)
 	uint32_t a = kv_worker("http://a", 1, 1);
 	uint32_t b = kv_worker("http://b", 1, 1);
 	struct prefix_memo m;
-	prefix_memo_init(&m, NULL);
-	struct pick_request req = req_of(&m, toks8, 8);
-	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	struct pick_request req = memo_of_toks8(&m);
 	hold_rank(m.ids, a, 0, 8);
 	hold_rank(m.ids, b, 0, 6);
 	rfx_inflight(&fx, a, 1);
 	struct srv s;
-	srv_start(&s, SRV_ANSWER);
 	struct cache_source src;
-	ck_assert_int_eq(cache_source_init_indexer(&src, 1, s.ep, 2000, 4), SY_OK);
+	remote_start(&s, &src);
 	ck_assert_int_eq(remote_lookup(&m, &src, &req)->status, PREFIX_FOUND);
 
 	struct admission_limits lim;
@@ -620,9 +626,7 @@ static void s16_case(enum srv_mode mode, bool no_server, uint32_t bs_worker,
 	uint32_t a = kv_worker("http://a", bs_worker, 1);
 	uint32_t b = kv_worker("http://b", bs_worker, 1);
 	struct prefix_memo m;
-	prefix_memo_init(&m, NULL);
-	struct pick_request req = req_of(&m, toks8, 8);
-	ck_assert_int_eq(prefix_memo_chain(&m, &req, 1, false), PREFIX_FOUND);
+	struct pick_request req = memo_of_toks8(&m);
 	hold_rank(m.ids, a, 0, 8);
 	rfx_inflight(&fx, a, 3); /* b is the least loaded */
 	struct srv s;
