@@ -276,7 +276,8 @@ def main():
     r = subprocess.run([ROUTER, "--host", "127.0.0.1", "--port", str(port), "--shm", SHM + "dup",
                         "--worker-urls", urls[0]], capture_output=True, text=True, timeout=20)
     shms.append(SHM + "dup")
-    check(r.returncode != 0 and "already served" in r.stderr, "second router: %s" % r.stderr)
+    check(r.returncode != 0 and "already served" in r.stderr
+          and "give another --port" in r.stderr, "second router: %s" % r.stderr)
     stop(p)
 
     # 2-9. More launch commands, each serving a streamed chat.
