@@ -86,6 +86,7 @@ struct sa_worker {
 	struct facts f;
 	bool facts_dirty;         /* to be written to the workers table */
 	bool was_down;            /* the table showed it checked and unhealthy */
+	uint16_t port_warned;     /* the engine's bootstrap port last warned about */
 };
 
 struct transfer {
@@ -267,6 +268,18 @@ static void write_back(struct rt_standalone *s, struct statebus_region *r)
 		if (x->facts_dirty) {
 			struct statebus_worker next = rec;
 			describe(x, &next);
+			if (next.role == STATEBUS_WORKER_PREFILL && x->bootstrap_port != 0 &&
+			    x->f.bootstrap_port != 0 && x->f.bootstrap_port != x->bootstrap_port &&
+			    x->port_warned != x->f.bootstrap_port) {
+				sy_warn("standalone: %s: configured bootstrap port %u differs from "
+					"the engine's %u (/server_info "
+					"disaggregation_bootstrap_port); using %u: give the "
+					"engine's port or none (--prefill URL [PORT], "
+					"workers[].bootstrap_port)",
+					x->id, x->bootstrap_port, x->f.bootstrap_port,
+					x->bootstrap_port);
+				x->port_warned = x->f.bootstrap_port;
+			}
 			if (strcmp(next.model, rec.model) != 0 || next.role != rec.role ||
 			    next.bootstrap_port != rec.bootstrap_port) {
 				sy_info("standalone: %s serves %s as %s (bootstrap port %u)", x->id,

@@ -323,6 +323,17 @@ def main():
         check(st == 200, "%s: /readiness %s" % (name, b))
         stop(p)
 
+    # A bootstrap port that is not the engine's is used as given, with a warning
+    # naming both ports.
+    bad = pre["bootstrap_port"] + 1 if pre["bootstrap_port"] < 65535 else 1024
+    port, p = router("pd_port_mismatch", "--pd-disaggregation", "--prefill", pre["url"],
+                     str(bad), "--decode", dec["url"])
+    want = "configured bootstrap port %d differs from the engine's %d" % (
+        bad, pre["bootstrap_port"])
+    log = os.path.join(T, "pd_port_mismatch.log")
+    wait_for("the bootstrap port warning", lambda: want in open(log).read())
+    stop(p)
+
     # A tokenizer.json path (implies the hf tokenizer) and a chat template file.
     port, p = router("tokenizer", "--worker-urls", *urls,
                      "--tokenizer-path", os.path.join(tok, "tokenizer.json"),
