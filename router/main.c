@@ -72,10 +72,16 @@ static void usage(void)
 	       "  --cb-threshold N (0 = off)  --cb-cool-down-secs N (30)  --retry-once\n"
 	       "  --override-sampling-params JSON  --sampling-param-conflict reject|allow\n"
 	       "  --no-decision-headers  --access-log PATH  --admin-api-key KEY\n"
-	       "  --max-connections-per-worker N (256)\n"
+	       "  --max-connections-per-worker N (256)  --max-pending-body-bytes N (268435456)\n"
+	       "  --retry-max-retries N (0)  --stall-timeout-secs N (5)\n"
+	       "  --max-concurrent-requests N (-1 = off)  --queue-size N (100)\n"
+	       "  --queue-timeout-secs N (60)\n"
+	       "  --api-key KEY  --api-key-file PATH  --tls-cert-path PEM  --tls-key-path PEM\n"
+	       "  --admin-port N  --admin-host ADDR\n"
 	       "  --log-level debug|info|warn|error  --log-format text|json\n"
 	       "  admission, cache_aware and bucket flags: see docs/router.md\n"
-	       "Every flag has a YAML key under router: (DESIGN.md §5); SGLang router flags are\n"
+	       "Every flag has a YAML key: its name, dashes as underscores, under router:,\n"
+	       "policy: or statebus: (README \"Configuration\"); SGLang router flags are\n"
 	       "mapped or refused with their replacement (README \"Coming from SGLang's router\").\n");
 }
 
