@@ -335,6 +335,8 @@ int main(int argc, char **argv)
 	}
 	for (int tries = 0; tries < 50 && rt_standalone_register(solo, region) < 0; tries++)
 		usleep(20000);
+	if (!rt_statebus_live(region))
+		rt_standalone_warn_unconfigured(solo, region);
 	rt_reap(region);
 	/* Without a statebus the master discovers its engines (standalone.h)
 	 * and probes their health (prober.h); the first answers of both are

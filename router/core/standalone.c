@@ -248,6 +248,30 @@ int rt_standalone_register(struct rt_standalone *s, struct statebus_region *r)
 	return added;
 }
 
+int rt_standalone_warn_unconfigured(const struct rt_standalone *s,
+				    struct statebus_region *r)
+{
+	int n = 0;
+	uint32_t cap = statebus_workers_capacity(r);
+	for (uint32_t slot = 0; slot < cap; slot++) {
+		struct statebus_worker w;
+		if (statebus_worker_read(r, slot, &w) != SY_OK ||
+		    w.state != STATEBUS_WORKER_ACTIVE)
+			continue;
+		bool configured = false;
+		for (size_t i = 0; i < s->n && !configured; i++)
+			configured = strcmp(s->w[i].id, w.id) == 0;
+		if (configured)
+			continue;
+		sy_warn("worker %s (slot %u) is in the region's workers table but not in this "
+			"configuration (an earlier run's or added at run time): it is still "
+			"routed to; remove it (DELETE /workers/<id> with --admin-api-key) or "
+			"start on a new region (syctl destroy)", w.id, slot);
+		n++;
+	}
+	return n;
+}
+
 /* Writes discovered facts (writer lock, no wait: what cannot be written now
  * stays dirty for the next tick). */
 static void write_back(struct rt_standalone *s, struct statebus_region *r)

@@ -334,6 +334,18 @@ def main():
     wait_for("the bootstrap port warning", lambda: want in open(log).read())
     stop(p)
 
+    # A worker an earlier run left in the region, not in this command line,
+    # is named at start-up.
+    port, p = router("leftover", "--worker-urls", *urls)
+    chat_ok(port, MODEL, "leftover")
+    stop(p)
+    port, p = router("leftover", "--worker-urls", urls[0])
+    log = os.path.join(T, "leftover.log")
+    want = "worker %s (slot " % urls[1]
+    wait_for("the leftover worker warning", lambda: want in open(log).read())
+    check(("worker %s (slot " % urls[0]) not in open(log).read(), "configured worker warned")
+    stop(p)
+
     # A tokenizer.json path (implies the hf tokenizer) and a chat template file.
     port, p = router("tokenizer", "--worker-urls", *urls,
                      "--tokenizer-path", os.path.join(tok, "tokenizer.json"),
