@@ -374,6 +374,7 @@ def main():
         check(q in text, "scrape lacks %s" % q)
     check(request(mport, "GET", "/v1/models")[0] == 404, "the metrics port serves inference")
     check(request(mport, "GET", "/readiness")[0] == 200, "/readiness on the metrics port")
+    check(request(mport, "GET", "/readyz")[0] == 200, "/readyz on the metrics port")
     stop(p)
 
     # The router's own health checks take a dead engine out (no statebus).
