@@ -101,10 +101,15 @@ static const struct flag_alias admission[] = {
  * (--policy cache_aware_zmq, --filter prefix_cache, --affinity-mode soft,
  * --decode-policy legacy_host_affinity) are refused by the schema hooks. */
 static const struct flag_alias legacy[] = {
-	{"--cache-threshold", "removed; use the cache-aware min-matched-tokens / "
-			      "min-match-ratio thresholds"},
-	{"--balance-abs-threshold", "removed; use the pressure guard and --worker-queue-limit"},
-	{"--balance-rel-threshold", "removed; use the pressure guard and --worker-queue-limit"},
+	{"--cache-threshold", "removed; use cache_aware's candidate thresholds "
+			      "--cache-affinity-min-matched-tokens N / "
+			      "--cache-affinity-min-match-ratio R"},
+	{"--balance-abs-threshold",
+	 "removed; use the pressure guard (--pressure-abs-threshold-tokens, "
+	 "--pressure-rel-threshold) and --worker-queue-limit"},
+	{"--balance-rel-threshold",
+	 "removed; use the pressure guard (--pressure-abs-threshold-tokens, "
+	 "--pressure-rel-threshold) and --worker-queue-limit"},
 	{"--eviction-interval-secs", "removed; the index is bounded by engine removals and "
 				     "the statebus index capacity, nothing replaces it: remove it"},
 	{"--max-tree-size", "removed; the index is bounded by engine removals and the "

@@ -64,10 +64,15 @@ static const struct sy_sglang_flag table[] = {
 	RT("--prefill", "a prefill worker with its bootstrap port (--pd-disaggregation)"),
 	RT("--decode", "a decode worker (--pd-disaggregation)"),
 	NO("--encode", EPD),
-	NO("--cache-match-threshold", "removed; use the cache-aware min-matched-tokens / "
-				      "min-match-ratio thresholds"),
-	NO("--spill-abs-threshold", "removed; use the pressure guard and --worker-queue-limit"),
-	NO("--spill-rel-threshold", "removed; use the pressure guard and --worker-queue-limit"),
+	NO("--cache-match-threshold", "removed; use cache_aware's candidate thresholds "
+				      "--cache-affinity-min-matched-tokens N / "
+				      "--cache-affinity-min-match-ratio R"),
+	NO("--spill-abs-threshold",
+	   "removed; use the pressure guard (--pressure-abs-threshold-tokens, "
+	   "--pressure-rel-threshold) and --worker-queue-limit"),
+	NO("--spill-rel-threshold",
+	   "removed; use the pressure guard (--pressure-abs-threshold-tokens, "
+	   "--pressure-rel-threshold) and --worker-queue-limit"),
 	NO("--balance-token-usage-threshold",
 	   "cache_aware's pressure guard replaces it: --pressure-rel-threshold, "
 	   "--pressure-abs-threshold-tokens; or cap KV use with --max-kv-tokens"),

@@ -72,10 +72,16 @@ static void usage(void)
 	       "  --cb-threshold N (0 = off)  --cb-cool-down-secs N (30)  --retry-once\n"
 	       "  --override-sampling-params JSON  --sampling-param-conflict reject|allow\n"
 	       "  --no-decision-headers  --access-log PATH  --admin-api-key KEY\n"
-	       "  --max-connections-per-worker N (256)\n"
+	       "  --max-connections-per-worker N (256)  --max-pending-body-bytes N (268435456)\n"
+	       "  --retry-max-retries N (0)  --stall-timeout-secs N (5)\n"
+	       "  --max-concurrent-requests N (-1 = off)  --queue-size N (100)\n"
+	       "  --queue-timeout-secs N (60)\n"
+	       "  --api-key KEY  --api-key-file PATH  --tls-cert-path PEM  --tls-key-path PEM\n"
+	       "  --admin-port N  --admin-host ADDR\n"
 	       "  --log-level debug|info|warn|error  --log-format text|json\n"
 	       "  admission, cache_aware and bucket flags: see docs/router.md\n"
-	       "Every flag has a YAML key under router: (DESIGN.md §5); SGLang router flags are\n"
+	       "Every flag has a YAML key: its name, dashes as underscores, under router:,\n"
+	       "policy: or statebus: (README \"Configuration\"); SGLang router flags are\n"
 	       "mapped or refused with their replacement (README \"Coming from SGLang's router\").\n");
 }
 
@@ -105,10 +111,10 @@ static void on_signal(int sig)
 
 /* A listening socket of our own on host:port (SO_REUSEADDR; no
  * SO_REUSEPORT, so a port another process already serves is refused: the
- * worker processes share this one socket); `flag` names the setting in
- * messages. */
-static int bind_listener(const char *host, int port_no, const char *flag, char *err,
-			 size_t errcap)
+ * worker processes share this one socket); `host_flag` and `port_flag` name
+ * the settings in messages (an unresolvable host, a port in use). */
+static int bind_listener(const char *host, int port_no, const char *host_flag,
+			 const char *port_flag, char *err, size_t errcap)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
@@ -117,7 +123,7 @@ static int bind_listener(const char *host, int port_no, const char *flag, char *
 	snprintf(port, sizeof(port), "%d", port_no);
 	int grc = getaddrinfo(host, port, &hints, &res);
 	if (grc != 0) {
-		snprintf(err, errcap, "%s %s: %s", flag, host, gai_strerror(grc));
+		snprintf(err, errcap, "%s %s: %s", host_flag, host, gai_strerror(grc));
 		return -1;
 	}
 	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -132,7 +138,7 @@ static int bind_listener(const char *host, int port_no, const char *flag, char *
 			snprintf(err, errcap,
 				 "cannot listen on %s:%d: the port is already served (another "
 				 "switchyard-router or another program); stop it or give another %s",
-				 host, port_no, flag);
+				 host, port_no, port_flag);
 		else
 			snprintf(err, errcap, "cannot listen on %s:%d: %s", host, port_no, strerror(e));
 		if (fd >= 0)
@@ -154,7 +160,8 @@ static int open_metrics_listener(const struct sy_config *cfg, int *fd, char *err
 		return 0;
 	const char *host = rc->prometheus_host ? rc->prometheus_host : "0.0.0.0";
 	int port = rc->prometheus_port >= 0 ? rc->prometheus_port : 29000;
-	if ((*fd = bind_listener(host, port, "--prometheus-port", err, errcap)) < 0)
+	if ((*fd = bind_listener(host, port, "--prometheus-host", "--prometheus-port", err,
+				 errcap)) < 0)
 		return -1;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -181,7 +188,7 @@ static int open_listener(const struct sy_config *cfg, char *err, size_t errcap)
 		sy_info("using the listening socket passed by systemd");
 		return SD_LISTEN_FDS_START;
 	}
-	return bind_listener(cfg->router.host, cfg->router.port, "--host", err, errcap);
+	return bind_listener(cfg->router.host, cfg->router.port, "--host", "--port", err, errcap);
 }
 
 struct child {
@@ -295,7 +302,8 @@ int main(int argc, char **argv)
 	}
 	if (cfg0->router.admin_port != 0) {
 		const char *ah = cfg0->router.admin_host ? cfg0->router.admin_host : cfg0->router.host;
-		g_admin_fd = bind_listener(ah, cfg0->router.admin_port, "--admin-host", err, sizeof(err));
+		g_admin_fd = bind_listener(ah, cfg0->router.admin_port, "--admin-host",
+					   "--admin-port", err, sizeof(err));
 		if (g_admin_fd < 0) {
 			sy_error("admin listener: %s", err);
 			return 1;
@@ -327,6 +335,8 @@ int main(int argc, char **argv)
 	}
 	for (int tries = 0; tries < 50 && rt_standalone_register(solo, region) < 0; tries++)
 		usleep(20000);
+	if (!rt_statebus_live(region))
+		rt_standalone_warn_unconfigured(solo, region);
 	rt_reap(region);
 	/* Without a statebus the master discovers its engines (standalone.h)
 	 * and probes their health (prober.h); the first answers of both are

@@ -168,7 +168,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	}
 }
 
-/* The metrics listener's routes: /metrics and the probes, nothing else. */
+/* The metrics listener's routes: /metrics and the probes (/health, /readyz,
+ * /liveness, /readiness), nothing else. */
 static int on_metrics_req(h2o_handler_t *self, h2o_req_t *req)
 {
 	(void)self;
@@ -177,15 +178,16 @@ static int on_metrics_req(h2o_handler_t *self, h2o_req_t *req)
 	enum route route = route_lookup(p.base, p.len, &method);
 	rt_metrics_request(rt_w.metrics, rt_w.index, route);
 	if (route != ROUTE_METRICS && route != ROUTE_HEALTH && route != ROUTE_LIVENESS &&
-	    route != ROUTE_READINESS)
+	    route != ROUTE_READINESS && route != ROUTE_READYZ)
 		return rt_send_errorf(req, route, 404, "not_found",
-				      "the metrics listener serves /metrics, /health, /liveness and "
-				      "/readiness");
+				      "the metrics listener serves /metrics, /health, /readyz, "
+				      "/liveness and /readiness");
 	if (!method_is(req, "GET") && !method_is(req, "HEAD"))
 		return method_not_allowed(req, route, "GET");
 	switch (route) {
 	case ROUTE_METRICS: return rt_route_metrics(req);
 	case ROUTE_READINESS: return rt_route_readiness(req);
+	case ROUTE_READYZ: return rt_route_readyz(req);
 	case ROUTE_LIVENESS: return rt_route_liveness(req);
 	default: return rt_route_health(req);
 	}

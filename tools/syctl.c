@@ -144,6 +144,10 @@ static int open_region(const struct syctl_opts *o, int flags, struct statebus_re
 	}
 	if (rc != SY_OK) {
 		fprintf(stderr, "syctl: %s\n", err[0] ? err : sy_strerror(rc));
+		if (rc == SY_ENOENT && flags != STATEBUS_CREATE)
+			fprintf(stderr, "syctl: no region there yet: the statebus or a router "
+					"creates it at start (state.shm_path, --shm); give its path "
+					"with --shm PATH\n");
 		return 1;
 	}
 	return 0;

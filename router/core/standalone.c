@@ -86,6 +86,7 @@ struct sa_worker {
 	struct facts f;
 	bool facts_dirty;         /* to be written to the workers table */
 	bool was_down;            /* the table showed it checked and unhealthy */
+	uint16_t port_warned;     /* the engine's bootstrap port last warned about */
 };
 
 struct transfer {
@@ -247,6 +248,30 @@ int rt_standalone_register(struct rt_standalone *s, struct statebus_region *r)
 	return added;
 }
 
+int rt_standalone_warn_unconfigured(const struct rt_standalone *s,
+				    struct statebus_region *r)
+{
+	int n = 0;
+	uint32_t cap = statebus_workers_capacity(r);
+	for (uint32_t slot = 0; slot < cap; slot++) {
+		struct statebus_worker w;
+		if (statebus_worker_read(r, slot, &w) != SY_OK ||
+		    w.state != STATEBUS_WORKER_ACTIVE)
+			continue;
+		bool configured = false;
+		for (size_t i = 0; i < s->n && !configured; i++)
+			configured = strcmp(s->w[i].id, w.id) == 0;
+		if (configured)
+			continue;
+		sy_warn("worker %s (slot %u) is in the region's workers table but not in this "
+			"configuration (an earlier run's or added at run time): it is still "
+			"routed to; remove it (DELETE /workers/<id> with --admin-api-key) or "
+			"start on a new region (syctl destroy)", w.id, slot);
+		n++;
+	}
+	return n;
+}
+
 /* Writes discovered facts (writer lock, no wait: what cannot be written now
  * stays dirty for the next tick). */
 static void write_back(struct rt_standalone *s, struct statebus_region *r)
@@ -267,6 +292,18 @@ static void write_back(struct rt_standalone *s, struct statebus_region *r)
 		if (x->facts_dirty) {
 			struct statebus_worker next = rec;
 			describe(x, &next);
+			if (next.role == STATEBUS_WORKER_PREFILL && x->bootstrap_port != 0 &&
+			    x->f.bootstrap_port != 0 && x->f.bootstrap_port != x->bootstrap_port &&
+			    x->port_warned != x->f.bootstrap_port) {
+				sy_warn("standalone: %s: configured bootstrap port %u differs from "
+					"the engine's %u (/server_info "
+					"disaggregation_bootstrap_port); using %u: give the "
+					"engine's port or none (--prefill URL [PORT], "
+					"workers[].bootstrap_port)",
+					x->id, x->bootstrap_port, x->f.bootstrap_port,
+					x->bootstrap_port);
+				x->port_warned = x->f.bootstrap_port;
+			}
 			if (strcmp(next.model, rec.model) != 0 || next.role != rec.role ||
 			    next.bootstrap_port != rec.bootstrap_port) {
 				sy_info("standalone: %s serves %s as %s (bootstrap port %u)", x->id,

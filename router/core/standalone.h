@@ -36,6 +36,12 @@ int rt_standalone_configure(struct rt_standalone *s, const struct sy_config *cfg
  * available (try again later). */
 int rt_standalone_register(struct rt_standalone *s, struct statebus_region *r);
 
+/* Warns (log) about each active worker of the workers table that is not in
+ * the static fleet: left by an earlier run on the same region or added at
+ * run time, it stays a candidate. Reads the table only; returns how many. */
+int rt_standalone_warn_unconfigured(const struct rt_standalone *s,
+				    struct statebus_region *r);
+
 /* One turn of the master's loop, waiting up to `wait_ms` for discovery
  * I/O (signals end the wait early). Without a live statebus: starts
  * discovery of workers not discovered yet, and again of a worker back to

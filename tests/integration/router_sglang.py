@@ -276,7 +276,8 @@ def main():
     r = subprocess.run([ROUTER, "--host", "127.0.0.1", "--port", str(port), "--shm", SHM + "dup",
                         "--worker-urls", urls[0]], capture_output=True, text=True, timeout=20)
     shms.append(SHM + "dup")
-    check(r.returncode != 0 and "already served" in r.stderr, "second router: %s" % r.stderr)
+    check(r.returncode != 0 and "already served" in r.stderr
+          and "give another --port" in r.stderr, "second router: %s" % r.stderr)
     stop(p)
 
     # 2-9. More launch commands, each serving a streamed chat.
@@ -322,6 +323,29 @@ def main():
         check(st == 200, "%s: /readiness %s" % (name, b))
         stop(p)
 
+    # A bootstrap port that is not the engine's is used as given, with a warning
+    # naming both ports.
+    bad = pre["bootstrap_port"] + 1 if pre["bootstrap_port"] < 65535 else 1024
+    port, p = router("pd_port_mismatch", "--pd-disaggregation", "--prefill", pre["url"],
+                     str(bad), "--decode", dec["url"])
+    want = "configured bootstrap port %d differs from the engine's %d" % (
+        bad, pre["bootstrap_port"])
+    log = os.path.join(T, "pd_port_mismatch.log")
+    wait_for("the bootstrap port warning", lambda: want in open(log).read())
+    stop(p)
+
+    # A worker an earlier run left in the region, not in this command line,
+    # is named at start-up.
+    port, p = router("leftover", "--worker-urls", *urls)
+    chat_ok(port, MODEL, "leftover")
+    stop(p)
+    port, p = router("leftover", "--worker-urls", urls[0])
+    log = os.path.join(T, "leftover.log")
+    want = "worker %s (slot " % urls[1]
+    wait_for("the leftover worker warning", lambda: want in open(log).read())
+    check(("worker %s (slot " % urls[0]) not in open(log).read(), "configured worker warned")
+    stop(p)
+
     # A tokenizer.json path (implies the hf tokenizer) and a chat template file.
     port, p = router("tokenizer", "--worker-urls", *urls,
                      "--tokenizer-path", os.path.join(tok, "tokenizer.json"),
@@ -350,6 +374,7 @@ def main():
         check(q in text, "scrape lacks %s" % q)
     check(request(mport, "GET", "/v1/models")[0] == 404, "the metrics port serves inference")
     check(request(mport, "GET", "/readiness")[0] == 200, "/readiness on the metrics port")
+    check(request(mport, "GET", "/readyz")[0] == 200, "/readyz on the metrics port")
     stop(p)
 
     # The router's own health checks take a dead engine out (no statebus).

@@ -31,4 +31,11 @@ set -e
 [ $rc -eq 1 ] || fail "create with other capacities on an existing region: exit $rc"
 grep -q "max_workers 8" <<<"$out" || fail "mismatch message does not name the capacity: $out"
 "$syctl" --shm "$shm" destroy >/dev/null
+
+set +e
+out=$("$syctl" --shm "$shm" workers 2>&1); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "workers on a missing region: exit $rc"
+grep -q "no region there yet" <<<"$out" || fail "missing region message gives no hint: $out"
+[ ! -e "$shm" ] || fail "workers on a missing region created it"
 echo "syctl_args: OK"

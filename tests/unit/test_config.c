@@ -666,8 +666,9 @@ START_TEST(test_legacy_flag_is_refused_naming_its_replacement)
 	ck_assert_int_eq(sy_config_flag_to_key("router", "--max-tree-size", key, sizeof(key)),
 			 SY_EUNSUPPORTED);
 	ck_assert_int_eq(flag("router", "--cache-threshold", "0.5"), SY_EUNSUPPORTED);
-	ck_assert_str_eq(err.msg, "--cache-threshold: removed; use the cache-aware "
-				  "min-matched-tokens / min-match-ratio thresholds");
+	ck_assert_str_eq(err.msg, "--cache-threshold: removed; use cache_aware's candidate "
+				  "thresholds --cache-affinity-min-matched-tokens N / "
+				  "--cache-affinity-min-match-ratio R");
 }
 END_TEST
 
