@@ -20,6 +20,7 @@ struct edge_conn {
 	uint64_t chunked_body;           /* HTTP/1: decoded bytes of the current chunked body */
 	bool chunked;                    /* HTTP/1: the current body is chunked */
 	bool admin;                      /* accepted on the admin listener */
+	bool parked;                     /* HTTP/1: h2o stopped reading; still polled (edge.c) */
 	struct edge_h2 *h2;              /* HTTP/2 state (edge_h2.c); NULL over HTTP/1 */
 	struct rt_edge_verdict verdict;  /* status 0: none */
 };

@@ -49,8 +49,8 @@ void rt_edge_configure(uint64_t max_body_bytes, uint64_t max_pending_body_bytes,
  * budgets) since the process started. */
 uint64_t rt_edge_h2_refused(void);
 
-/* Checks that h2o's calls into picohttpparser and h2o_socket_read_start
- * reach the edge (they are interposed: see edge.c). Returns 0, or -1 with
+/* Checks that h2o's calls into picohttpparser and h2o_socket_read_start /
+ * read_stop reach the edge (they are interposed: see edge.c). Returns 0, or -1 with
  * the reason in err. */
 int rt_edge_selfcheck(char *err, size_t cap);
 

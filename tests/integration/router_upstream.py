@@ -16,6 +16,13 @@ engine's own 400 passed on as written, rerank answers wrapped as SMG does
 past --max-body-bytes), and --upstream-client h2o refused at start-up with
 its reason.
 
+Client side of keep-alive (the edge parks a connection while its request
+runs, edge.c): 40 sequential requests on one client connection, plain and
+streamed; two requests pipelined in one write while the first waits on the
+engine, both answered in order; a client that closes while its request waits
+is cancelled (the engine's connection is closed) and the router serves the
+next client.
+
 The fake engine picks its behaviour from the request header x-fake (passed
 upstream by the router like any client header)."""
 import http.client, json, os, socket, subprocess, sys, tempfile, threading, time
@@ -49,6 +56,7 @@ class Engine:
         self.port = self.sock.getsockname()[1]
         self.connections = 0
         self.requests = 0
+        self.aborted = 0
         threading.Thread(target=self.accept, daemon=True).start()
 
     def accept(self):
@@ -153,6 +161,19 @@ class Engine:
         if mode == "silent":
             time.sleep(3)
             return False
+        if mode == "hold":  # no answer; counts the router closing the request (abort)
+            c.settimeout(5)
+            try:
+                if c.recv(1) == b"":
+                    self.aborted += 1
+            except OSError:
+                pass
+            return False
+        if mode == "slow":  # a content-length answer after 300 ms
+            time.sleep(0.3)
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                      % len(SMALL) + SMALL)
+            return True
         if mode == "empty":
             c.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
             return True
@@ -189,6 +210,78 @@ def post(port, mode, timeout=10, path="/v1/chat/completions", body=None):
         body, complete = e.partial, False
     conn.close()
     return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body, complete
+
+
+def raw_request(mode, body=CHAT):
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"x-fake: %s\r\ncontent-length: %d\r\n\r\n%s" % (mode.encode(), len(body), body.encode()))
+
+
+def read_response(f):
+    """One HTTP/1.1 response from the file f (content-length or chunked) →
+    (status, body)."""
+    status = int(f.readline().split()[1])
+    hdrs = {}
+    while True:
+        line = f.readline().decode()
+        if line in ("\r\n", ""):
+            break
+        k, v = line.split(":", 1)
+        hdrs[k.strip().lower()] = v.strip()
+    if "content-length" in hdrs:
+        return status, f.read(int(hdrs["content-length"]))
+    body = b""
+    while True:
+        n = int(f.readline().split(b";")[0], 16)
+        if n == 0:
+            f.readline()
+            return status, body
+        body += f.read(n)
+        f.readline()
+
+
+def client_keepalive(port, eng):
+    """The client side of keep-alive: the edge parks a connection while h2o
+    serves its request (edge.c), and must lose nothing."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    sock0 = None
+    for i in range(40):
+        mode = "sse" if i % 10 == 9 else "cl"
+        conn.request("POST", "/v1/chat/completions", CHAT, {"content-type": "application/json", "x-fake": mode})
+        r = conn.getresponse()
+        b = r.read()
+        check(r.status == 200 and (b == SMALL if mode == "cl" else b.startswith(b"data: 0")),
+              "keep-alive request %d (%s): %s %r" % (i, mode, r.status, b[:60]))
+        sock0 = sock0 or conn.sock
+        check(conn.sock is sock0, "the client connection was not kept alive at request %d" % i)
+    conn.close()
+    # Pipelined: the second request arrives while the first waits on the engine.
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(raw_request("slow") + raw_request("cl"))
+    f = s.makefile("rb")
+    for what in ("first", "second"):
+        st, b = read_response(f)
+        check(st == 200 and b == SMALL, "pipelined %s answer: %s %r" % (what, st, b))
+    # ... and bytes that arrive after the first request is parked.
+    s.sendall(raw_request("slow"))
+    time.sleep(0.1)
+    s.sendall(raw_request("cl"))
+    for what in ("first", "second"):
+        st, b = read_response(f)
+        check(st == 200 and b == SMALL, "late pipelined %s answer: %s %r" % (what, st, b))
+    f.close()
+    s.close()
+    # The client leaves while its request waits: the engine's connection is
+    # closed (SGLang's abort), and the router goes on serving.
+    a0 = eng.aborted
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(raw_request("hold"))
+    time.sleep(0.2)
+    s.close()
+    sytest.wait_for("the engine connection of a cancelled request to close",
+                    lambda: eng.aborted > a0, timeout=3)
+    st, _, b, _ = post(port, "cl")
+    check(st == 200 and b == SMALL, "request after a cancelled one: %s %r" % (st, b))
 
 
 def start_router(urls, *extra):
@@ -251,6 +344,8 @@ def main():
         time.sleep(0.3)
         st, _, b, _ = post(port, "cl")
         check(st == 200 and b == SMALL, "request after the engine dropped an idle socket: %s" % st)
+
+        client_keepalive(port, eng)
 
         # SSE relayed chunk by chunk: the first event arrives well before the last.
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
