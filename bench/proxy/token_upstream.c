@@ -6,8 +6,9 @@
  *
  * Every request (any method and path; the body, sized by Content-Length, is
  * read and dropped) gets a `200 text/event-stream` chunked response of N
- * events (default 64): `data: {"choices":[{"delta":{"content":"tokK"}}]}\n\n`
- * padded to about B bytes, then `data: [DONE]\n\n` and the last chunk. One
+ * events (default 64): `data: {"t":T,"choices":[{"delta":{"content":"tokK"}}]}\n\n`
+ * (T: the send time, CLOCK_MONOTONIC µs, so a client on the same host can
+ * tell how long the event took to reach it) padded to about B bytes, then `data: [DONE]\n\n` and the last chunk. One
  * event per stream is written on each tick of a U µs timer (default 1000:
  * one event per connection per millisecond), each event in its own send().
  * Keep-alive: the next request on a connection starts after the last chunk.
@@ -30,6 +31,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CONNS 4096
@@ -118,13 +120,21 @@ static int on_input(struct conn *c)
 	}
 }
 
+static unsigned long long mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u;
+}
+
 /* One event (or the end) of c's stream, in one send(). */
 static int on_tick(struct conn *c)
 {
 	char ev[4096 + 64], chunk[4096 + 96];
 	int n;
 	if (c->sent < n_events) {
-		n = snprintf(ev, sizeof ev, "data: {\"choices\":[{\"delta\":{\"content\":\"tok%d\"}}]}", c->sent);
+		n = snprintf(ev, sizeof ev, "data: {\"t\":%llu,\"choices\":[{\"delta\":{\"content\":\"tok%d\"}}]}",
+			     mono_us(), c->sent);
 		while (n < event_bytes - 2 && n < 4096)
 			ev[n++] = ' ';
 		ev[n++] = '\n';
