@@ -372,6 +372,9 @@ static void setup_h2o(void)
 {
 	const struct sy_config_router *rc = &rt_w.gen->cfg.router;
 	h2o_config_init(&rt_w.hconf);
+	/* No Server header: it would name the library and its version, and
+	 * costs a sprintf per response (h2o's flatten_headers). */
+	rt_w.hconf.server_name = h2o_iovec_init(H2O_STRLIT(""));
 	rt_w.hconf.max_request_entity_size = rt_h2o_entity_limit(rc->max_body_bytes);
 	rt_edge_configure(rc->max_body_bytes, rc->max_pending_body_bytes,
 			  rt_w.hconf.max_request_entity_size);

@@ -67,34 +67,39 @@ enum top_key {
 /* every inference route: embeddings and rerank read only the model */
 #define R_INFER (R_ALL | 1u << ROUTE_EMBEDDINGS | 1u << ROUTE_RERANK | R_RESP | R_MSG)
 
+/* A key name and its length (compared length first: a key is looked up
+ * for every member of every request). */
+#define KEY(s) s, sizeof(s) - 1
+
 static const struct {
 	const char *name;
+	size_t len;
 	unsigned routes;
 } top_keys[K_COUNT_] = {
-	[K_MODEL] = {"model", R_INFER},
-	[K_MESSAGES] = {"messages", R_CHAT},
-	[K_PROMPT] = {"prompt", R_COMPL},
-	[K_TEXT] = {"text", R_GEN},
-	[K_INPUT_IDS] = {"input_ids", R_GEN | R_CHAT}, /* chat: caller-owned, kept */
-	[K_MAX_TOKENS] = {"max_tokens", R_CHAT | R_COMPL | R_MSG},
-	[K_MAX_COMPLETION_TOKENS] = {"max_completion_tokens", R_CHAT},
-	[K_STREAM] = {"stream", R_ALL | R_RESP | R_MSG},
-	[K_N] = {"n", R_CHAT | R_COMPL},
-	[K_CACHE_SALT] = {"cache_salt", R_ALL},
-	[K_SAMPLING] = {"sampling_params", R_GEN},
-	[K_BOOT_HOST] = {"bootstrap_host", R_ALL},
-	[K_BOOT_PORT] = {"bootstrap_port", R_ALL},
-	[K_BOOT_ROOM] = {"bootstrap_room", R_ALL},
-	[K_TOOLS] = {"tools", R_CHAT},
-	[K_TOOL_CHOICE] = {"tool_choice", R_CHAT},
-	[K_KWARGS] = {"chat_template_kwargs", R_CHAT},
-	[K_FUNCTIONS] = {"functions", R_CHAT},
-	[K_CHAT_TEMPLATE] = {"chat_template", R_CHAT},
-	[K_REASONING] = {"reasoning", R_CHAT},
-	[K_REASONING_EFFORT] = {"reasoning_effort", R_CHAT},
-	[K_TASK] = {"task", R_CHAT},
-	[K_CONTINUE_FINAL] = {"continue_final_message", R_CHAT},
-	[K_MAX_OUTPUT_TOKENS] = {"max_output_tokens", R_RESP},
+	[K_MODEL] = {KEY("model"), R_INFER},
+	[K_MESSAGES] = {KEY("messages"), R_CHAT},
+	[K_PROMPT] = {KEY("prompt"), R_COMPL},
+	[K_TEXT] = {KEY("text"), R_GEN},
+	[K_INPUT_IDS] = {KEY("input_ids"), R_GEN | R_CHAT}, /* chat: caller-owned, kept */
+	[K_MAX_TOKENS] = {KEY("max_tokens"), R_CHAT | R_COMPL | R_MSG},
+	[K_MAX_COMPLETION_TOKENS] = {KEY("max_completion_tokens"), R_CHAT},
+	[K_STREAM] = {KEY("stream"), R_ALL | R_RESP | R_MSG},
+	[K_N] = {KEY("n"), R_CHAT | R_COMPL},
+	[K_CACHE_SALT] = {KEY("cache_salt"), R_ALL},
+	[K_SAMPLING] = {KEY("sampling_params"), R_GEN},
+	[K_BOOT_HOST] = {KEY("bootstrap_host"), R_ALL},
+	[K_BOOT_PORT] = {KEY("bootstrap_port"), R_ALL},
+	[K_BOOT_ROOM] = {KEY("bootstrap_room"), R_ALL},
+	[K_TOOLS] = {KEY("tools"), R_CHAT},
+	[K_TOOL_CHOICE] = {KEY("tool_choice"), R_CHAT},
+	[K_KWARGS] = {KEY("chat_template_kwargs"), R_CHAT},
+	[K_FUNCTIONS] = {KEY("functions"), R_CHAT},
+	[K_CHAT_TEMPLATE] = {KEY("chat_template"), R_CHAT},
+	[K_REASONING] = {KEY("reasoning"), R_CHAT},
+	[K_REASONING_EFFORT] = {KEY("reasoning_effort"), R_CHAT},
+	[K_TASK] = {KEY("task"), R_CHAT},
+	[K_CONTINUE_FINAL] = {KEY("continue_final_message"), R_CHAT},
+	[K_MAX_OUTPUT_TOKENS] = {KEY("max_output_tokens"), R_RESP},
 };
 
 _Static_assert(K_COUNT_ <= 32, "struct scan.seen has one bit per top key");
@@ -117,13 +122,22 @@ enum sub_key {
 	S_COUNT_,
 };
 
-static const char *const sub_names[S_COUNT_] = {
-	[S_ROLE] = "role",          [S_CONTENT] = "content",
-	[S_NAME] = "name",          [S_TOOL_CALL_ID] = "tool_call_id",
-	[S_TOOL_CALLS] = "tool_calls", [S_REASONING] = "reasoning_content",
-	[S_MSG_TOOLS] = "tools",    [S_FUNCTION_CALL] = "function_call",
-	[S_TYPE] = "type",          [S_PART_TEXT] = "text",
-	[S_MAX_NEW_TOKENS] = "max_new_tokens", [S_SAMPLING_N] = "n",
+static const struct {
+	const char *name;
+	size_t len;
+} sub_names[S_COUNT_] = {
+	[S_ROLE] = {KEY("role")},
+	[S_CONTENT] = {KEY("content")},
+	[S_NAME] = {KEY("name")},
+	[S_TOOL_CALL_ID] = {KEY("tool_call_id")},
+	[S_TOOL_CALLS] = {KEY("tool_calls")},
+	[S_REASONING] = {KEY("reasoning_content")},
+	[S_MSG_TOOLS] = {KEY("tools")},
+	[S_FUNCTION_CALL] = {KEY("function_call")},
+	[S_TYPE] = {KEY("type")},
+	[S_PART_TEXT] = {KEY("text")},
+	[S_MAX_NEW_TOKENS] = {KEY("max_new_tokens")},
+	[S_SAMPLING_N] = {KEY("n")},
 };
 
 enum frame_kind {
@@ -225,7 +239,7 @@ static void path(const struct scan *s, char *out, size_t cap)
 		case FR_PART:
 		case FR_SAMPLING:
 			if (f->key > S_NONE && f->key < S_COUNT_)
-				n = snprintf(out + used, cap - used, ".%s", sub_names[f->key]);
+				n = snprintf(out + used, cap - used, ".%s", sub_names[f->key].name);
 			break;
 		default:
 			n = snprintf(out + used, cap - used, "[%zu]", f->index);
@@ -318,13 +332,16 @@ static size_t past(const struct scan *s, size_t at, char sep)
  * never doubled. */
 static enum body_role pd_output_role(const char *k, size_t l)
 {
-	static const char *const out[] = {"stream",	"stream_options",	 "max_tokens",
-					  "max_completion_tokens", "min_tokens",
-					  "min_completion_tokens"};
+	static const struct {
+		const char *name;
+		size_t len;
+	} out[] = {{KEY("stream")},	 {KEY("stream_options")},
+		   {KEY("max_tokens")},	 {KEY("max_completion_tokens")},
+		   {KEY("min_tokens")},	 {KEY("min_completion_tokens")}};
 	if (l == 18 && memcmp(k, "kv_transfer_params", 18) == 0)
 		return BODY_KV_TRANSFER;
 	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
-		if (strlen(out[i]) == l && memcmp(k, out[i], l) == 0)
+		if (out[i].len == l && memcmp(k, out[i].name, l) == 0)
 			return BODY_PREFILL_OUTPUT;
 	return BODY_KEEP;
 }
@@ -932,9 +949,9 @@ static int cb_end_map(void *ctx) { return on_end(ctx, true); }
 
 static int cb_end_array(void *ctx) { return on_end(ctx, false); }
 
-static int key_is(const unsigned char *k, size_t l, const char *name)
+static int key_is(const unsigned char *k, size_t l, const char *name, size_t len)
 {
-	return strlen(name) == l && memcmp(k, name, l) == 0;
+	return len == l && memcmp(k, name, l) == 0;
 }
 
 static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
@@ -949,7 +966,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 
 	if (f->kind == FR_TOP) {
 		for (int i = K_MODEL; i < K_COUNT_; i++) {
-			if (key_is(k, l, top_keys[i].name)) {
+			if (key_is(k, l, top_keys[i].name, top_keys[i].len)) {
 				key = i;
 				break;
 			}
@@ -991,7 +1008,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 	else if (f->kind == FR_SAMPLING)
 		lo = S_MAX_NEW_TOKENS, hi = S_SAMPLING_N;
 	for (int i = lo; lo != S_NONE && i <= hi; i++) {
-		if (key_is(k, l, sub_names[i])) {
+		if (key_is(k, l, sub_names[i].name, sub_names[i].len)) {
 			key = i;
 			break;
 		}
