@@ -22,7 +22,10 @@
  *
  * Response body flow (one send in flight, as h2o requires):
  *   on_body: data accumulates in the exchange's body buffer; if nothing is
- *            being sent, swap that buffer out (`sending`) and h2o_send it.
+ *            being sent, swap that buffer out (`sending`) and queue it; the
+ *            queued send goes to h2o_send at the end of the loop turn (a
+ *            zero timeout), so the sends of one turn reach the clients back
+ *            to back and wake each reader once.
  *   proceed: the send completed; empty `sending`, keep it as the spare;
  *            if more arrived meanwhile, swap and send again.
  *   end:     at end of stream the remaining bytes are detached (`tail`) and
@@ -64,6 +67,8 @@
 
 static h2o_timeout_t retry_tick;
 static bool retry_tick_ready;
+static h2o_timeout_t send_turn; /* 0 ms: the end of the current loop turn */
+static bool send_turn_ready;
 
 static void attempt_start(struct fwd *f);
 static void do_send(struct fwd *f);
@@ -456,16 +461,34 @@ static void do_send(struct fwd *f)
 		f->res_started = true;
 		rt_metrics_response(rt_w.metrics, rt_w.index, f->route, f->status);
 		f->own_chunks = own_chunks_apply(f->req);
-		h2o_start_response(f->req, &f->generator);
 	}
 	f->send_in_flight = true;
 	f->bytes_out += iov.len;
 	if (f->own_chunks) {
-		h2o_iovec_t bufs[3];
-		h2o_send(f->req, bufs, chunk_frame(f, iov, st, bufs), st);
-		return;
+		f->pend_n = chunk_frame(f, iov, st, f->pend);
+	} else {
+		f->pend[0] = iov;
+		f->pend_n = iov.len ? 1 : 0;
 	}
-	h2o_send(f->req, &iov, iov.len ? 1 : 0, st);
+	f->pend_st = st;
+	if (!send_turn_ready) {
+		h2o_timeout_init(rt_w.loop, &send_turn, 0);
+		send_turn_ready = true;
+	}
+	h2o_timeout_link(rt_w.loop, &send_turn, &f->send_timer);
+}
+
+/* The loop turn that queued the send ends: hand it to h2o. */
+static void on_send_turn(h2o_timeout_entry_t *e)
+{
+	struct fwd *f = H2O_STRUCT_FROM_MEMBER(struct fwd, send_timer, e);
+	if (f->req == NULL)
+		return;
+	if (!f->res_begun) {
+		f->res_begun = true;
+		h2o_start_response(f->req, &f->generator);
+	}
+	h2o_send(f->req, f->pend, f->pend_n, f->pend_st); /* f may be gone after this */
 }
 
 static void on_proceed(h2o_generator_t *g, h2o_req_t *req)
@@ -973,6 +996,8 @@ static void fwd_dispose(void *p)
 	rt_client_watch_stop(&f->watch);
 	if (h2o_timeout_is_linked(&f->retry_timer))
 		h2o_timeout_unlink(&f->retry_timer);
+	if (h2o_timeout_is_linked(&f->send_timer))
+		h2o_timeout_unlink(&f->send_timer);
 	if (!f->final_sent && !f->cancelled && f->req != NULL) {
 		/* the client left without the watch or h2o telling (HTTP/2 reset,
 		 * connection closed): the same as client_gone */
@@ -1023,6 +1048,7 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 	f->t_start = ir->t_start_ns;
 	f->idle_timer.cb = on_idle_timeout;
 	f->retry_timer.cb = on_retry_tick;
+	f->send_timer.cb = on_send_turn;
 	f->request_timer.cb = on_request_timeout;
 	h2o_timeout_link(rt_w.loop, &rt_w.request_timeout, &f->request_timer);
 	h2o_buffer_init(&f->sending, &h2o_socket_buffer_prototype);

@@ -34,6 +34,11 @@
  * - An exchange's head timer is linked from start until its head is parsed
  *   or it ends, whichever comes first (also across the fresh-connection
  *   retry).
+ * - Requests are written at the end of the event-loop turn that started
+ *   them (a zero timeout: flush_timer), so the requests of one turn reach
+ *   an engine back to back and wake it once, not once per request. The
+ *   timer is linked only in L_HEAD before the write, and unlinked when the
+ *   connection is freed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +62,7 @@ struct rt_conn {
 	struct rt_exchange *x;              /* exchange; NULL when idle or detached */
 	h2o_linklist_t idle_link;     /* in pool->idle while idle */
 	h2o_timeout_entry_t idle_timer;
+	h2o_timeout_entry_t flush_timer; /* the request waits for the end of the loop turn */
 	enum lstate state;
 	enum lframing framing;
 	size_t remaining;             /* F_LENGTH: body bytes still due */
@@ -70,6 +76,7 @@ struct rt_conn {
 
 static h2o_loop_t *client_loop;
 static h2o_timeout_t idle_timeout;
+static h2o_timeout_t flush_turn; /* 0 ms: runs at the end of the current loop turn */
 static bool keep_idle;
 static void (*replaced_cb)(void);
 
@@ -97,6 +104,7 @@ void rt_client_init(h2o_loop_t *loop, uint64_t idle_ms, void (*on_replaced)(void
 	keep_idle = idle_ms > 0;
 	replaced_cb = on_replaced;
 	h2o_timeout_init(loop, &idle_timeout, idle_ms);
+	h2o_timeout_init(loop, &flush_turn, 0);
 }
 
 static void head_timer_stop(struct rt_exchange *x)
@@ -115,6 +123,8 @@ static void conn_free(struct rt_conn *c)
 	}
 	if (h2o_timeout_is_linked(&c->idle_timer))
 		h2o_timeout_unlink(&c->idle_timer);
+	if (h2o_timeout_is_linked(&c->flush_timer))
+		h2o_timeout_unlink(&c->flush_timer);
 	if (c->sock != NULL)
 		h2o_socket_close(c->sock); /* no callback of it runs after this */
 	free(c);
@@ -171,6 +181,15 @@ static void on_write(h2o_socket_t *sock, const char *err)
 	(void)c, (void)err;
 }
 
+/* The loop turn that started the request ends: write it. */
+static void on_flush(h2o_timeout_entry_t *e)
+{
+	struct rt_conn *c = H2O_STRUCT_FROM_MEMBER(struct rt_conn, flush_timer, e);
+	struct rt_exchange *x = c->x;
+	if (x != NULL && c->state == L_HEAD)
+		h2o_socket_write(c->sock, x->bufs, x->bufs[1].len ? 2 : 1, on_write);
+}
+
 static void begin_exchange(struct rt_conn *c)
 {
 	struct rt_exchange *x = c->x;
@@ -180,7 +199,8 @@ static void begin_exchange(struct rt_conn *c)
 	}
 	c->state = L_HEAD;
 	c->got_bytes = false;
-	h2o_socket_write(c->sock, x->bufs, x->bufs[1].len ? 2 : 1, on_write);
+	if (!h2o_timeout_is_linked(&c->flush_timer))
+		h2o_timeout_link(client_loop, &flush_turn, &c->flush_timer);
 }
 
 static void on_connect(h2o_socket_t *sock, const char *err)
@@ -222,6 +242,7 @@ static void connect_new(struct rt_exchange *x)
 	}
 	c->pool = p;
 	c->idle_timer.cb = on_idle_timeout;
+	c->flush_timer.cb = on_flush;
 	c->state = L_CONNECTING;
 	c->x = x;
 	x->conn = c;
