@@ -110,6 +110,8 @@ void router_gen_cache_totals(const struct router_gen *g, struct router_cache_tot
 
 bool router_gen_cache_delta(struct router_gen *g, struct router_cache_totals *delta)
 {
+	if (!g->has_cache_policy)
+		return false; /* the totals stay 0: nothing moved */
 	struct router_cache_totals now;
 	router_gen_cache_totals(g, &now);
 	uint64_t *d = (uint64_t *)(void *)delta;
