@@ -45,8 +45,8 @@ struct fwd {
 	h2o_timeout_entry_t idle_timer;
 	h2o_timeout_entry_t request_timer; /* --request-timeout-secs: the whole request */
 	h2o_timeout_entry_t retry_timer; /* backoff before the next attempt */
-	h2o_timeout_entry_t send_timer; /* the queued send waits for the end of the loop turn */
-	h2o_iovec_t pend[3];        /* the queued send: buffers, count and state */
+	h2o_timeout_entry_t send_timer; /* the first send waits for the end of the loop turn */
+	h2o_iovec_t pend[3];        /* the current send: buffers, count and state */
 	size_t pend_n;
 	h2o_send_state_t pend_st;
 	uint64_t retry_due_ns;
@@ -62,7 +62,7 @@ struct fwd {
 	bool d_connected;           /* PD: the decode connection exists */
 	bool legs_sent;             /* PD: both requests were written */
 	bool started;               /* the upstream head arrived */
-	bool res_started;           /* the response is decided: the first send is queued */
+	bool res_started;           /* the response is decided: its first send is queued */
 	bool res_begun;             /* h2o_start_response was called */
 	bool send_in_flight;        /* a send is queued or h2o is sending it */
 	bool eos;                   /* upstream finished (or was cut) */

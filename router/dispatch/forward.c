@@ -22,10 +22,12 @@
  *
  * Response body flow (one send in flight, as h2o requires):
  *   on_body: data accumulates in the exchange's body buffer; if nothing is
- *            being sent, swap that buffer out (`sending`) and queue it; the
- *            queued send goes to h2o_send at the end of the loop turn (a
- *            zero timeout), so the sends of one turn reach the clients back
- *            to back and wake each reader once.
+ *            being sent, swap that buffer out (`sending`) and h2o_send it.
+ *            A response's first send (its head, and for a non-streamed
+ *            answer its whole body) waits for the end of the loop turn (a
+ *            zero timeout), so the answers of one turn reach the clients
+ *            back to back and wake each reader once; later sends (streamed
+ *            events) go out at once, so a token is never held.
  *   proceed: the send completed; empty `sending`, keep it as the spare;
  *            if more arrived meanwhile, swap and send again.
  *   end:     at end of stream the remaining bytes are detached (`tail`) and
@@ -471,6 +473,10 @@ static void do_send(struct fwd *f)
 		f->pend_n = iov.len ? 1 : 0;
 	}
 	f->pend_st = st;
+	if (f->res_begun) { /* a streamed event: out at once, never held */
+		h2o_send(f->req, f->pend, f->pend_n, f->pend_st);
+		return;
+	}
 	if (!send_turn_ready) {
 		h2o_timeout_init(rt_w.loop, &send_turn, 0);
 		send_turn_ready = true;
@@ -478,16 +484,15 @@ static void do_send(struct fwd *f)
 	h2o_timeout_link(rt_w.loop, &send_turn, &f->send_timer);
 }
 
-/* The loop turn that queued the send ends: hand it to h2o. */
+/* The loop turn that queued the response's first send ends: start the
+ * response and hand the send to h2o. */
 static void on_send_turn(h2o_timeout_entry_t *e)
 {
 	struct fwd *f = H2O_STRUCT_FROM_MEMBER(struct fwd, send_timer, e);
 	if (f->req == NULL)
 		return;
-	if (!f->res_begun) {
-		f->res_begun = true;
-		h2o_start_response(f->req, &f->generator);
-	}
+	f->res_begun = true;
+	h2o_start_response(f->req, &f->generator);
 	h2o_send(f->req, f->pend, f->pend_n, f->pend_st); /* f may be gone after this */
 }
 
