@@ -279,7 +279,8 @@ backend be
                         kind, name, base, med(rows[name], "rps") / med(rows[base], "rps"),
                         med(rows[name], "cpu_us") / med(rows[base], "cpu_us")))
         text = ("# bench/proxy — switchyard-router vs HAProxy random(2)\n\n"
-                "%d rounds × %d s alternating, wrk -t1 -c%d, proxy pinned to CPU 0, wrk + nginx to CPU 1; "
+                "%s, %d CPUs, Linux %s.\n\n" % (time.strftime("%Y-%m-%d"), os.cpu_count(), os.uname().release)
+                + "%d rounds × %d s alternating, wrk -t1 -c%d, proxy pinned to CPU 0, wrk + nginx to CPU 1; "
                 "medians; CPU = on-CPU time of the proxy's threads (schedstat). Token stream: -c%d plus "
                 "one probe stream, one event per stream per %d µs; haproxy-nodelay = option "
                 "http-no-delay; token delay = event arrival at the probe − its send time. p99 added = "
