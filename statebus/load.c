@@ -115,8 +115,8 @@ int statebus_load_view(const struct statebus_region *r, uint32_t slot, uint64_t 
 	if (slot >= r->hdr->max_workers || out == NULL)
 		return SY_EINVAL;
 	memset(out, 0, sizeof(*out));
-	struct statebus_worker w;
-	int rc = statebus_worker_read(r, slot, &w);
+	struct statebus_worker_head w;
+	int rc = statebus_worker_head_read(r, slot, &w);
 	if (rc == SY_ESTALE)
 		return view_unknown(out, STATEBUS_LOAD_REASON_TORN, SY_ESTALE);
 	if (rc != SY_OK || w.state != STATEBUS_WORKER_ACTIVE)

@@ -227,6 +227,34 @@ int statebus_worker_read(const struct statebus_region *r, uint32_t slot, struct 
 	return SY_ESTALE;
 }
 
+int statebus_worker_head_read(const struct statebus_region *r, uint32_t slot,
+			      struct statebus_worker_head *out)
+{
+	if (slot >= r->hdr->max_workers)
+		return SY_EINVAL;
+	const struct sb_worker_rec *rec = sb_worker_at(r, slot);
+	for (int i = 0; i < SB_SEQ_RETRIES; i++) {
+		uint32_t s;
+		if (!sb_seq_read_begin(&rec->seq, &s)) {
+			caa_cpu_relax();
+			continue;
+		}
+		out->state = rec->w.state;
+		out->generation = rec->w.generation;
+		out->dp_size = rec->w.dp_size;
+		char id_end = rec->w.id[sizeof(rec->w.id) - 1];
+		if (sb_seq_read_retry(&rec->seq, s))
+			continue;
+		if (out->state == STATEBUS_WORKER_FREE)
+			return SY_ENOENT;
+		if (id_end != '\0' || out->dp_size == 0 || out->dp_size > r->hdr->max_dp_ranks)
+			break;
+		return SY_OK;
+	}
+	memset(out, 0, sizeof(*out));
+	return SY_ESTALE;
+}
+
 int statebus_worker_find(const struct statebus_region *r, const char *id, uint32_t *slot, uint32_t *gen)
 {
 	struct statebus_worker w;

@@ -236,6 +236,16 @@ struct statebus_worker {
 	                              none); a name that does not fit is left out */
 };
 
+/* The fields of a worker record that selection reads for every candidate
+ * of every request (statebus_worker_head_read): state, generation and
+ * dp_size as in struct statebus_worker, without copying the rest of the
+ * ~1 KiB record. */
+struct statebus_worker_head {
+	uint32_t state;      /* enum statebus_worker_state */
+	uint32_t generation;
+	uint16_t dp_size;    /* ≥ 1, ≤ max_dp_ranks when state is not FREE */
+};
+
 /* ------------------------------------------------------------------------ */
 /* Load                                                                     */
 

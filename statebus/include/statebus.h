@@ -238,6 +238,12 @@ int statebus_worker_remove(struct statebus_region *r, uint32_t slot, uint32_t ge
  * out->generation valid), SY_ESTALE (torn past the retry bound: out zeroed). */
 int statebus_worker_read(const struct statebus_region *r, uint32_t slot, struct statebus_worker *out);
 
+/* statebus_worker_read's consistent snapshot of slot `slot`, only the
+ * head fields, with the same checks and errors (SY_ENOENT: state FREE and
+ * generation valid; SY_ESTALE: out zeroed). */
+int statebus_worker_head_read(const struct statebus_region *r, uint32_t slot,
+			      struct statebus_worker_head *out);
+
 /* Finds the worker with ID `id` (exact match on the normalised ID).
  * Errors: SY_ENOENT. */
 int statebus_worker_find(const struct statebus_region *r, const char *id,

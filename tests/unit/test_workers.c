@@ -36,6 +36,12 @@ START_TEST(test_add_find_read_roundtrip_and_duplicate_is_eexist)
 	ck_assert_uint_eq(out.bootstrap_port, 8998);
 	ck_assert_uint_eq(out.dp_size, 2);
 	ck_assert_str_eq(out.kv_topic, "kv");
+	struct statebus_worker_head head;
+	ck_assert_int_eq(statebus_worker_head_read(r, slot, &head), SY_OK);
+	ck_assert_uint_eq(head.state, STATEBUS_WORKER_ACTIVE);
+	ck_assert_uint_eq(head.generation, gen);
+	ck_assert_uint_eq(head.dp_size, 2);
+	ck_assert_int_eq(statebus_worker_head_read(r, 99, &head), SY_EINVAL);
 	ck_assert_int_eq(statebus_worker_find(r, "http://10.0.0.1:30001", &s2, &g2), SY_OK);
 	ck_assert_uint_eq(s2, slot);
 	ck_assert_int_eq(statebus_worker_find(r, "http://nope:1", &s2, &g2), SY_ENOENT);
@@ -69,6 +75,10 @@ START_TEST(test_reused_slot_gets_new_generation_and_old_pick_is_invalid)
 	ck_assert_int_eq(statebus_worker_remove(r, slot, gen), SY_OK);
 	struct statebus_worker out;
 	ck_assert_int_eq(statebus_worker_read(r, slot, &out), SY_ENOENT);
+	struct statebus_worker_head head;
+	ck_assert_int_eq(statebus_worker_head_read(r, slot, &head), SY_ENOENT);
+	ck_assert_uint_eq(head.state, STATEBUS_WORKER_FREE);
+	ck_assert_uint_eq(head.generation, out.generation);
 	ck_assert_int_eq(statebus_worker_add(r, &w, &s2, &g2), SY_OK); /* same ID again */
 	ck_assert_uint_eq(s2, slot);
 	ck_assert_uint_ne(g2, gen);
@@ -142,6 +152,10 @@ START_TEST(test_writer_killed_mid_update_leaves_no_valid_worker)
 	struct statebus_worker out;
 	ck_assert_int_eq(statebus_worker_read(r, slot, &out), SY_ESTALE);
 	ck_assert_str_eq(out.id, "");
+	struct statebus_worker_head head = {.state = 9};
+	ck_assert_int_eq(statebus_worker_head_read(r, slot, &head), SY_ESTALE);
+	ck_assert_uint_eq(head.state, 0);
+	ck_assert_uint_eq(head.generation, 0);
 	ck_assert(!statebus_worker_valid(r, slot, gen));
 	uint32_t s2, g2;
 	ck_assert_int_eq(statebus_worker_find(r, "http://a:1", &s2, &g2), SY_ENOENT);
