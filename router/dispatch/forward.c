@@ -47,6 +47,7 @@
 #include "router/http/access_log.h"
 #include "router/dispatch/forward.h"
 #include "router/dispatch/forward-int.h"
+#include "router/http/req_alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1040,8 +1041,8 @@ int rt_forward_start(h2o_req_t *req, struct router_gen *g, struct infer_request 
 		     const struct selection *sel, h2o_iovec_t body, uint64_t room,
 		     uint64_t t_selected_ns)
 {
-	struct fwd *f = h2o_mem_alloc_shared(&req->pool, sizeof(*f), fwd_dispose);
-	memset(f, 0, sizeof(*f));
+	static struct rt_req_list fwds = {.size = sizeof(struct fwd), .max = 256};
+	struct fwd *f = rt_req_alloc(&req->pool, &fwds, fwd_dispose);
 	f->req = req;
 	f->gen = router_gen_ref(g);
 	f->route = ir->route;

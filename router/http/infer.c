@@ -6,6 +6,7 @@
  * dispatched before a complete selection; a forwarding failure never
  * restarts selection (only the opt-in retry in forward.c selects again). */
 #include "router/http/infer.h"
+#include "router/http/req_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +86,8 @@ static void infer_request_dispose(void *p)
 struct infer_request *rt_infer_prepare(struct router_gen *g, enum route route, h2o_req_t *req,
 				       uint64_t t_start_ns, struct router_error *err)
 {
-	struct infer_request *ir =
-		h2o_mem_alloc_shared(&req->pool, sizeof(*ir), infer_request_dispose);
-	memset(ir, 0, sizeof(*ir));
+	static struct rt_req_list irs = {.size = sizeof(struct infer_request), .max = 256};
+	struct infer_request *ir = rt_req_alloc(&req->pool, &irs, infer_request_dispose);
 	if (prep_cached > 0)
 		ir->buf = prep_cache[--prep_cached];
 	else
