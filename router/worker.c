@@ -220,6 +220,9 @@ static void on_metrics_accept(h2o_socket_t *listener, const char *err)
  * long is closed (h2o's request timeout, 10 s otherwise). */
 #define RT_DRAIN_IDLE_MS 1000
 
+/* Freed 8 KiB socket buffers a worker keeps for reuse (h2o's default: 16). */
+#define SOCKET_BUFFERS_KEPT 512
+
 /* Accepts what is queued on the listening socket `*l`, then closes this
  * process's copy of it. Once every process has closed its copy (the
  * master closes its own on SIGTERM), the kernel refuses new connections;
@@ -399,6 +402,12 @@ static void setup_h2o(void)
 		metrics_hosts[0] = mh;
 	}
 
+	/* h2o keeps at most 16 freed socket buffers (8 KiB each) for reuse;
+	 * the client and engine connections' input buffers and each answer's
+	 * body buffers are taken and given back per read and per relayed
+	 * event, so past 16 in use (a few dozen streams) every one was a
+	 * slow-path malloc and free. Keep up to SOCKET_BUFFERS_KEPT (4 MiB). */
+	h2o_socket_buffer_prototype.allocator.max = SOCKET_BUFFERS_KEPT;
 	rt_w.loop = h2o_evloop_create();
 	h2o_context_init(&rt_w.hctx, rt_w.loop, &rt_w.hconf);
 	rt_w.accept_ctx.ctx = &rt_w.hctx;
