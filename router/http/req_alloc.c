@@ -7,11 +7,15 @@
 
 /* Under AddressSanitizer nothing is kept, so a use after the request
  * ended is still reported. */
+static size_t keep_max(const struct rt_req_list *l)
+{
 #if defined(__SANITIZE_ADDRESS__)
-#define KEEP_MAX(l) ((size_t)0)
+	(void)l;
+	return 0;
 #else
-#define KEEP_MAX(l) ((l)->max)
+	return l->max;
 #endif
+}
 
 struct holder {
 	void *obj;
@@ -25,7 +29,7 @@ static void holder_dispose(void *p)
 	if (h->dispose != NULL)
 		h->dispose(h->obj);
 	struct rt_req_list *l = h->list;
-	if (l->n < KEEP_MAX(l) && l->free != NULL)
+	if (l->n < keep_max(l) && l->free != NULL)
 		l->free[l->n++] = h->obj;
 	else
 		free(h->obj);
@@ -33,7 +37,7 @@ static void holder_dispose(void *p)
 
 void *rt_req_alloc(h2o_mem_pool_t *pool, struct rt_req_list *list, void (*dispose)(void *))
 {
-	if (list->free == NULL && KEEP_MAX(list) > 0)
+	if (list->free == NULL && keep_max(list) > 0)
 		list->free = malloc(list->max * sizeof(*list->free)); /* NULL: objects are freed */
 	void *obj = list->n > 0 ? list->free[--list->n] : h2o_mem_alloc(list->size);
 	memset(obj, 0, list->size);
