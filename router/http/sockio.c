@@ -1,4 +1,4 @@
-/* sockio.c — socket reads and writes of the router as recv / sendmsg.
+/* sockio.c — socket reads and writes of the router as recv / send / sendmsg.
  *
  * Linux serves read() and writev() on a socket through the VFS: the file
  * position lock (fdget_pos), rw_verify_area, an iov_iter and the socket's
@@ -12,7 +12,7 @@
  * definitions come first (export_dynamic, as for edge.c). On a socket they
  * are the same operation (MSG_NOSIGNAL: SIGPIPE is ignored in the router
  * anyway); on any other descriptor — a pipe, an eventfd, a file — recv and
- * sendmsg fail with ENOTSOCK and the libc function (dlsym RTLD_NEXT) does
+ * send / sendmsg fail with ENOTSOCK and the libc function (dlsym RTLD_NEXT) does
  * the call. `not_sock` remembers such descriptors below SOCKIO_HINTS so
  * the next call goes straight to libc; the interposed close() forgets a
  * descriptor. The hint is only a hint: a stale one costs one extra syscall
