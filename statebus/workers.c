@@ -201,58 +201,54 @@ int statebus_worker_remove(struct statebus_region *r, uint32_t slot, uint32_t ge
 	return SY_OK;
 }
 
-int statebus_worker_read(const struct statebus_region *r, uint32_t slot, struct statebus_worker *out)
+/* Seqlock snapshot of slot `slot` (bounded retries): the whole record into
+ * `full`, or only its head fields into `head` (exactly one is non-NULL).
+ * Errors as statebus_worker_read; on SY_ESTALE the output is zeroed. */
+static int worker_snapshot(const struct statebus_region *r, uint32_t slot,
+			   struct statebus_worker *full, struct statebus_worker_head *head)
 {
 	if (slot >= r->hdr->max_workers)
 		return SY_EINVAL;
 	const struct sb_worker_rec *rec = sb_worker_at(r, slot);
+	const struct statebus_worker *src = full != NULL ? full : &rec->w;
 	for (int i = 0; i < SB_SEQ_RETRIES; i++) {
 		uint32_t s;
 		if (!sb_seq_read_begin(&rec->seq, &s)) {
 			caa_cpu_relax();
 			continue;
 		}
-		memcpy(out, &rec->w, sizeof(*out));
+		if (full != NULL)
+			memcpy(full, &rec->w, sizeof(*full));
+		struct statebus_worker_head h = {
+			.state = src->state, .generation = src->generation, .dp_size = src->dp_size};
+		char id_end = src->id[sizeof(src->id) - 1];
 		if (sb_seq_read_retry(&rec->seq, s))
 			continue;
-		if (out->state == STATEBUS_WORKER_FREE)
+		if (head != NULL)
+			*head = h;
+		if (h.state == STATEBUS_WORKER_FREE)
 			return SY_ENOENT;
 		/* Invariant of every even record; a violation is corruption. */
-		if (out->id[sizeof(out->id) - 1] != '\0' || out->dp_size == 0 ||
-		    out->dp_size > r->hdr->max_dp_ranks)
+		if (id_end != '\0' || h.dp_size == 0 || h.dp_size > r->hdr->max_dp_ranks)
 			break;
 		return SY_OK;
 	}
-	memset(out, 0, sizeof(*out));
+	if (full != NULL)
+		memset(full, 0, sizeof(*full));
+	if (head != NULL)
+		memset(head, 0, sizeof(*head));
 	return SY_ESTALE;
+}
+
+int statebus_worker_read(const struct statebus_region *r, uint32_t slot, struct statebus_worker *out)
+{
+	return worker_snapshot(r, slot, out, NULL);
 }
 
 int statebus_worker_head_read(const struct statebus_region *r, uint32_t slot,
 			      struct statebus_worker_head *out)
 {
-	if (slot >= r->hdr->max_workers)
-		return SY_EINVAL;
-	const struct sb_worker_rec *rec = sb_worker_at(r, slot);
-	for (int i = 0; i < SB_SEQ_RETRIES; i++) {
-		uint32_t s;
-		if (!sb_seq_read_begin(&rec->seq, &s)) {
-			caa_cpu_relax();
-			continue;
-		}
-		out->state = rec->w.state;
-		out->generation = rec->w.generation;
-		out->dp_size = rec->w.dp_size;
-		char id_end = rec->w.id[sizeof(rec->w.id) - 1];
-		if (sb_seq_read_retry(&rec->seq, s))
-			continue;
-		if (out->state == STATEBUS_WORKER_FREE)
-			return SY_ENOENT;
-		if (id_end != '\0' || out->dp_size == 0 || out->dp_size > r->hdr->max_dp_ranks)
-			break;
-		return SY_OK;
-	}
-	memset(out, 0, sizeof(*out));
-	return SY_ESTALE;
+	return worker_snapshot(r, slot, NULL, out);
 }
 
 int statebus_worker_find(const struct statebus_region *r, const char *id, uint32_t *slot, uint32_t *gen)
